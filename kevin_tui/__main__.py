@@ -1,0 +1,3 @@
+from kevin_tui.cli import main
+
+main()

@@ -1,0 +1,165 @@
+"""Command line: `kevin-tui eval PROBLEM CANDIDATE` (more subcommands arrive with the loop and TUI)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from kevin_tui.evaluator import EnvironmentProblem, EvalOptions, Evaluator
+from kevin_tui.evaluator.report import render
+from kevin_tui.evaluator.verdict import EXIT_CANNOT_EVALUATE_HERE, EXIT_PROBLEM_UNUSABLE
+from kevin_tui.problem import ProblemError, load_problem
+
+EVAL_EPILOG = """\
+exit codes: 0 correct; 3 compiled (built, but no CUDA device to run it);
+1 any other verdict; 2 the problem file is unusable; 4 this machine cannot
+evaluate it (CPU-only torch, no nvcc, no such device)."""
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def add_eval_options(parser: argparse.ArgumentParser) -> None:
+    defaults = EvalOptions()
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default: auto)")
+    parser.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=defaults.timeout_s,
+        metavar="SECONDS",
+        help=f"limit for running the candidate, per phase (default {defaults.timeout_s:.0f})",
+    )
+    parser.add_argument(
+        "--build-timeout",
+        type=positive_float,
+        default=defaults.build_timeout_s,
+        metavar="SECONDS",
+        help=f"limit for importing and building it (default {defaults.build_timeout_s:.0f})",
+    )
+    parser.add_argument(
+        "--trials",
+        type=positive_int,
+        default=defaults.trials,
+        help=f"correctness trials with fresh inputs (default {defaults.trials})",
+    )
+    parser.add_argument(
+        "--timing-trials",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="timed calls (default: adaptive, at least 10 on CPU, 100 on CUDA)",
+    )
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--atol", type=float, default=None, help="absolute tolerance (default per dtype)")
+    parser.add_argument("--rtol", type=float, default=None, help="relative tolerance (default per dtype)")
+    parser.add_argument(
+        "--strict", action="store_true", help="static-check findings make the verdict 'rejected'"
+    )
+    parser.add_argument("--no-timing", action="store_true", help="check correctness only")
+    baseline = parser.add_mutually_exclusive_group()
+    baseline.add_argument(
+        "--compile-baseline",
+        dest="compile_baseline",
+        action="store_true",
+        default=None,
+        help="also time the reference under torch.compile (default on CUDA)",
+    )
+    baseline.add_argument("--no-compile-baseline", dest="compile_baseline", action="store_false")
+    parser.add_argument("--cache-dir", type=Path, default=None, help="where builds are kept")
+
+
+def options_from(args: argparse.Namespace) -> EvalOptions:
+    options = EvalOptions(
+        device=args.device,
+        trials=args.trials,
+        timeout_s=args.timeout,
+        build_timeout_s=args.build_timeout,
+        strict=args.strict,
+        seed=args.seed,
+        timing=not args.no_timing,
+        timing_trials=args.timing_trials,
+        compile_baseline=args.compile_baseline,
+        atol=args.atol,
+        rtol=args.rtol,
+    )
+    if args.cache_dir is not None:
+        options.cache_dir = args.cache_dir
+    return options
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    try:
+        problem = load_problem(args.problem)
+    except ProblemError as exc:
+        print(f"kevin-tui: {exc}", file=sys.stderr)
+        return EXIT_PROBLEM_UNUSABLE
+    try:
+        source = Path(args.candidate).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"kevin-tui: cannot read candidate {args.candidate}: {exc}", file=sys.stderr)
+        return EXIT_PROBLEM_UNUSABLE
+
+    def progress(phase: str, detail: str) -> None:
+        if not args.json and sys.stderr.isatty():
+            print(f"\r\033[K{phase}… {detail}", end="", file=sys.stderr, flush=True)
+
+    try:
+        with Evaluator(problem, options_from(args), on_progress=progress) as evaluator:
+            verdict = evaluator.evaluate(source)
+    except ProblemError as exc:
+        print(f"\nkevin-tui: {exc}", file=sys.stderr)
+        return EXIT_PROBLEM_UNUSABLE
+    except EnvironmentProblem as exc:
+        print(f"\nkevin-tui: cannot evaluate here: {exc}", file=sys.stderr)
+        return EXIT_CANNOT_EVALUATE_HERE
+    if not args.json and sys.stderr.isatty():
+        print("\r\033[K", end="", file=sys.stderr)
+    if args.json:
+        print(json.dumps(verdict.to_dict()))
+    else:
+        print(render(verdict, Path(args.candidate).name))
+    return verdict.exit_code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kevin-tui", description="Interactive GPU-kernel refinement with Kevin-32B."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_eval = sub.add_parser(
+        "eval",
+        help="judge one candidate kernel against its reference",
+        description="Build, check and time CANDIDATE (defines ModelNew) against PROBLEM (defines Model, "
+        "get_inputs, get_init_inputs), in an isolated worker process.",
+        epilog=EVAL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p_eval.add_argument("problem", help="the reference module (KernelBench form)")
+    p_eval.add_argument("candidate", help="the candidate module defining ModelNew")
+    add_eval_options(p_eval)
+    p_eval.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p_eval.set_defaults(func=cmd_eval)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        code = args.func(args)
+    except KeyboardInterrupt:
+        print("\nkevin-tui: interrupted", file=sys.stderr)
+        code = 130
+    sys.exit(code)

@@ -1,0 +1,33 @@
+"""A legitimate C++ (CPU) candidate for level1/19_ReLU: built with g++ through load_inline."""
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+cpp_source = """
+torch::Tensor relu_forward(torch::Tensor x) {
+    TORCH_CHECK(x.is_contiguous(), "x must be contiguous");
+    auto out = torch::empty_like(x);
+    const float* in = x.data_ptr<float>();
+    float* o = out.data_ptr<float>();
+    const int64_t n = x.numel();
+    for (int64_t i = 0; i < n; ++i) {
+        o[i] = in[i] > 0.f ? in[i] : 0.f;
+    }
+    return out;
+}
+"""
+
+relu_ext = load_inline(
+    name="relu_ext",
+    cpp_sources=cpp_source,
+    functions=["relu_forward"],
+    extra_cflags=["-O2"],
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return relu_ext.relu_forward(x.contiguous())
