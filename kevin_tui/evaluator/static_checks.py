@@ -52,6 +52,16 @@ def strip_c_comments(text: str) -> str:
     return re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
 
 
+class _DropStrings(ast.NodeTransformer):
+    def visit_Constant(self, node: ast.Constant) -> ast.Constant:
+        return ast.Constant("") if isinstance(node.value, str) else node
+
+
+def python_code(source: str) -> str:
+    """The candidate's Python code without its string constants (CUDA/C++ sources, docstrings)."""
+    return ast.unparse(_DropStrings().visit(ast.parse(source)))
+
+
 def string_constants(tree: ast.AST) -> Iterator[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -160,12 +170,13 @@ def run_static_checks(source: str) -> list[Warning_]:
     aliases = _Aliases()
     aliases.visit(tree)
     code_text = strip_c_comments("\n".join(string_constants(tree)))
+    py_text = python_code(source)
     warnings: list[Warning_] = []
 
     def add(code: str, message: str) -> None:
         warnings.append(Warning_(code, message))
 
-    if not KERNEL_PATTERN.search(code_text) and not KERNEL_PATTERN.search(ast.unparse(tree)):
+    if not KERNEL_PATTERN.search(code_text) and not KERNEL_PATTERN.search(py_text):
         add("no_custom_kernel", "no custom kernel: no __global__ function and no load_inline build")
     if ops := _torch_compute_calls(tree, aliases):
         add("torch_compute_ops", f"ModelNew computes with PyTorch ops: {', '.join(ops[:6])}")
@@ -176,7 +187,7 @@ def run_static_checks(source: str) -> list[Warning_]:
     cls = _model_new(tree)
     if cls is not None and any(dotted_name(b) in {"Model", "__main__.Model"} for b in cls.bases):
         add("subclass_reference", "ModelNew subclasses the reference Model")
-    if STREAM_PATTERN.search(code_text) or STREAM_PATTERN.search(ast.unparse(tree)):
+    if STREAM_PATTERN.search(code_text) or STREAM_PATTERN.search(py_text):
         add("creates_streams", "the candidate creates CUDA streams: work on them can escape the timer")
     if calls := _dangerous_calls(tree, aliases):
         add("dangerous_call", f"dangerous calls: {', '.join(calls)}")

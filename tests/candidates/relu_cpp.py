@@ -1,5 +1,4 @@
 """A legitimate C++ (CPU) candidate for level1/19_ReLU: built with g++ through load_inline."""
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 

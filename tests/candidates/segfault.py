@@ -1,0 +1,10 @@
+"""Crash: dereferences a null pointer in forward."""
+import ctypes
+
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        ctypes.string_at(0)
+        return x

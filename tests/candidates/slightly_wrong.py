@@ -1,0 +1,8 @@
+"""Wrong: off by 0.1% everywhere."""
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.clamp(x, min=0) * 1.001

@@ -1,0 +1,47 @@
+"""Shared fixtures: paths to the KernelBench problems in ../shared and to our test candidates."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).parent
+CANDIDATES = TESTS / "candidates"
+PROBLEMS = TESTS / "problems"
+REPO = TESTS.parent
+KERNELBENCH = Path(os.environ.get("KEVIN_TUI_KERNELBENCH", REPO.parent / "shared" / "kernelbench"))
+RELU = KERNELBENCH / "level1" / "19_ReLU.py"
+
+
+def has_cuda_device() -> bool:
+    return Path("/dev/nvidia0").exists()
+
+
+def pytest_collection_modifyitems(config, items):
+    if has_cuda_device():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device (run scripts/gpu-check.sh on a GPU machine)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def build_cache(tmp_path_factory) -> Path:
+    """One build cache for the whole run, so each real extension is compiled once."""
+    return Path(os.environ.get("KEVIN_TUI_TEST_CACHE") or tmp_path_factory.mktemp("kevin-cache"))
+
+
+@pytest.fixture(scope="session")
+def relu_problem():
+    from kevin_tui.problem import load_problem
+
+    if not RELU.exists():
+        pytest.fail(f"KernelBench problems not found at {KERNELBENCH} (set KEVIN_TUI_KERNELBENCH)")
+    return load_problem(RELU)
+
+
+def candidate(name: str) -> str:
+    return (CANDIDATES / name).read_text()

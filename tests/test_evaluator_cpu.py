@@ -1,0 +1,145 @@
+"""The whole pipeline on the CPU, with real worker processes: legitimate and adversarial candidates."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from kevin_tui.evaluator import EvalOptions, Evaluator, Status
+from kevin_tui.problem import ProblemError, load_problem
+from tests.conftest import PROBLEMS, candidate
+
+
+@pytest.fixture(scope="module")
+def relu(relu_problem, build_cache):
+    """One evaluator (one reference worker) for every ReLU candidate in this module."""
+    options = EvalOptions(device="cpu", timing=False, timeout_s=20, cache_dir=build_cache)
+    with Evaluator(relu_problem, options) as evaluator:
+        yield evaluator
+
+
+def check(evaluator: Evaluator, name: str):
+    return evaluator.evaluate(candidate(name))
+
+
+def test_legitimate_pytorch_candidate_is_correct_with_a_warning(relu):
+    verdict = check(relu, "relu_torch.py")
+    assert verdict.status is Status.CORRECT, verdict.message
+    assert [w.code for w in verdict.warnings] == ["no_custom_kernel"]
+    names = {c.name for c in verdict.checks}
+    assert "output trial 5 (after the reference)" in names and all(c.passed for c in verdict.checks)
+
+
+def test_strict_rejects_what_static_checks_find(relu_problem, build_cache):
+    options = EvalOptions(device="cpu", timing=False, strict=True, cache_dir=build_cache)
+    with Evaluator(relu_problem, options) as evaluator:
+        verdict = check(evaluator, "relu_torch.py")
+    assert verdict.status is Status.REJECTED and "no_custom_kernel" in verdict.message
+    assert verdict.details["unstrict_status"] == "correct"
+
+
+@pytest.mark.parametrize(
+    ("name", "status", "evidence"),
+    [
+        ("mutate_input.py", Status.INCORRECT, "changed its inputs"),
+        ("stale_cache.py", Status.INCORRECT, "previous call"),
+        ("tensor_subclass.py", Status.INCORRECT, "not a plain torch.Tensor"),
+        ("async_thread.py", Status.REJECTED, "still running"),
+        ("patched_timer.py", Status.REJECTED, "time.perf_counter"),
+        ("patched_allclose.py", Status.REJECTED, "torch.allclose"),
+        ("slightly_wrong.py", Status.INCORRECT, "outside tolerance"),
+        ("wrong_shape.py", Status.INCORRECT, "shape"),
+        ("nan_output.py", Status.INCORRECT, "NaN"),
+        ("no_model_new.py", Status.FORMAT_ERROR, "ModelNew"),
+        ("wrong_signature.py", Status.FORMAT_ERROR, "argument"),
+        ("syntax_error.py", Status.COMPILE_ERROR, "line 5"),
+        ("import_raises.py", Status.RUNTIME_ERROR, "setup failed"),
+        ("segfault.py", Status.RUNTIME_ERROR, "SIGSEGV"),
+        ("os_exit.py", Status.RUNTIME_ERROR, "exited with code 0"),
+    ],
+)
+def test_adversarial_and_broken_candidates(relu, name, status, evidence):
+    verdict = check(relu, name)
+    assert verdict.status is status, f"{name}: {verdict.status} {verdict.message}"
+    assert evidence in verdict.message, verdict.message
+
+
+def test_mismatch_evidence(relu):
+    mismatch = check(relu, "slightly_wrong.py").details["mismatch"]
+    assert mismatch["max_abs_error"] > 0 and mismatch["max_rel_error"] == pytest.approx(1e-3, rel=0.01)
+    assert mismatch["trial"] == 1 and mismatch["order"] == "before"
+    assert len(mismatch["worst_index"]) == 2
+
+
+def test_credentials_are_not_visible_to_generated_code(relu, monkeypatch):
+    # The evaluator filtered its environment when created; a fresh one sees the secret in ours.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-must-not-leak")
+    monkeypatch.setenv("HF_TOKEN", "hf-test-must-not-leak")
+    with Evaluator(relu.problem, relu.options) as evaluator:
+        verdict = check(evaluator, "leaked_env.py")
+    assert verdict.status is Status.CORRECT, verdict.message
+
+
+def test_hang_is_killed_with_its_whole_process_group(relu_problem, build_cache):
+    options = EvalOptions(device="cpu", timing=False, timeout_s=4, cache_dir=build_cache)
+    with Evaluator(relu_problem, options) as evaluator:
+        started = time.monotonic()
+        verdict = check(evaluator, "hang_with_child.py")
+        elapsed = time.monotonic() - started
+        pid_file = next(Path(evaluator.scratch).glob("candidate-*/child.pid"))
+        child = int(pid_file.read_text())
+    assert verdict.status is Status.TIMEOUT and "check phase" in verdict.message
+    assert elapsed < 30
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)
+
+
+def test_the_caller_survives_and_the_evaluator_keeps_working(relu):
+    assert check(relu, "segfault.py").status is Status.RUNTIME_ERROR
+    assert check(relu, "relu_torch.py").status is Status.CORRECT
+
+
+def test_timing_reports_median_and_spread(relu_problem, build_cache):
+    options = EvalOptions(device="cpu", timing_trials=20, cache_dir=build_cache)
+    with Evaluator(relu_problem, options) as evaluator:
+        verdict = check(evaluator, "relu_torch.py")
+    assert verdict.status is Status.CORRECT
+    cand = verdict.timings["candidate_wall"]
+    assert cand.trials == 20 and cand.min_ms <= cand.median_ms <= cand.max_ms
+    assert verdict.speedup == pytest.approx(verdict.reference_ms / verdict.candidate_ms)
+    assert verdict.speedup_compile is None  # compile baseline is off by default on CPU
+
+
+def test_compile_baseline_on_cpu(relu_problem, build_cache):
+    options = EvalOptions(device="cpu", timing_trials=10, compile_baseline=True, cache_dir=build_cache)
+    with Evaluator(relu_problem, options) as evaluator:
+        verdict = check(evaluator, "relu_torch.py")
+    assert verdict.status is Status.CORRECT
+    assert verdict.reference_compile_ms is not None and verdict.speedup_compile is not None
+
+
+def test_zeros_fail_on_a_tiny_output_problem_and_honest_maths_passes(build_cache):
+    problem = load_problem(PROBLEMS / "tiny_output.py")
+    with Evaluator(problem, EvalOptions(device="cpu", timing=False, cache_dir=build_cache)) as evaluator:
+        zeros = evaluator.evaluate(candidate("tiny_zeros.py"))
+        honest = evaluator.evaluate(candidate("tiny_ok.py"))
+    assert zeros.status is Status.INCORRECT and "constant" in zeros.message
+    assert honest.status is Status.CORRECT, honest.message
+
+
+@pytest.mark.parametrize(
+    ("name", "evidence"),
+    [
+        ("missing_get_inputs.py", "get_inputs"),
+        ("reference_raises.py", "reference forward raised"),
+        ("syntax_error.py", "syntax error"),
+    ],
+)
+def test_unusable_problems_raise_problem_error(name, evidence, build_cache):
+    with pytest.raises(ProblemError, match=evidence):
+        problem = load_problem(PROBLEMS / name)
+        with Evaluator(problem, EvalOptions(device="cpu", cache_dir=build_cache)) as evaluator:
+            evaluator.evaluate(candidate("relu_torch.py"))
