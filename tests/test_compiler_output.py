@@ -1,7 +1,7 @@
 from kevin_tui.evaluator.compiler_output import GeneratedFile, SourceMap, first_errors
 from tests.conftest import candidate
 
-NVCC_LOG = """Error building extension 'relu_cuda_ext': [1/3] /usr/local/cuda/bin/nvcc ... -c /cache/relu/cuda.cu -o cuda.cuda.o
+NVCC_LOG = """Error building extension 'relu_cuda_ext': [1/3] nvcc -c /cache/relu/cuda.cu -o cuda.cuda.o
 FAILED: cuda.cuda.o
 /cache/relu/cuda.cu(10): error: identifier "undefined_bias" is undefined
           out[i] += undefined_bias;
