@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Every check that needs a CUDA device, in one call, for a lent GPU machine (under 10 minutes).
+#
+# It installs nothing from the network: the evaluator needs only torch, ninja and pytest, which the
+# GPU image has. KernelBench problems are read from $KEVIN_TUI_KERNELBENCH (default: a carried
+# copy in .gpu-carry/kernelbench, made here with `scripts/gpu-check.sh --prepare`).
+# The report (nvidia-smi, pytest log, eval JSON, bench figures) goes to $OUT or ./gpu-report.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--prepare" ]; then  # on the developer machine: copy the problems the checks use
+    mkdir -p .gpu-carry/kernelbench/level1 .gpu-carry/kernelbench/level2
+    cp ../shared/kernelbench/level1/19_ReLU.py ../shared/kernelbench/level1/23_Softmax.py .gpu-carry/kernelbench/level1/
+    grep -qx '/.gpu-carry/' .git/info/exclude 2>/dev/null || echo '/.gpu-carry/' >> .git/info/exclude
+    echo "carry .gpu-carry with the run"
+    exit 0
+fi
+
+report="${OUT:-$PWD/gpu-report}"
+mkdir -p "$report"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+export KEVIN_TUI_KERNELBENCH="${KEVIN_TUI_KERNELBENCH:-$PWD/.gpu-carry/kernelbench}"
+export KEVIN_TUI_TEST_CACHE="${KEVIN_TUI_TEST_CACHE:-/tmp/kevin-gpu-cache}"
+export KEVIN_TUI_CACHE_DIR="$KEVIN_TUI_TEST_CACHE"
+export MAX_JOBS="${MAX_JOBS:-16}"
+status=0
+
+{ nvidia-smi; python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0))"; } \
+    > "$report/machine.txt" 2>&1
+
+timeout 420 python3 -m pytest -v -p no:cacheprovider -o addopts="" \
+    tests/test_gpu.py tests/test_builds.py tests/test_evaluator_cpu.py 2>&1 | tee "$report/pytest.log" | tail -40
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+
+problem="$KEVIN_TUI_KERNELBENCH/level1/19_ReLU.py"
+timeout 120 python3 -m kevin_tui eval "$problem" tests/candidates/relu_cuda.py --json > "$report/eval-relu-cuda.json" \
+    2> "$report/eval-relu-cuda.stderr"
+echo "eval relu_cuda exit $?"; head -c 600 "$report/eval-relu-cuda.json"; echo
+
+timeout 150 python3 bench/eval_bench.py --device cuda --candidate tests/candidates/relu_cuda.py --problem "$problem" \
+    2>&1 | tee "$report/bench.txt" | tail -25
+exit $status

@@ -1,0 +1,96 @@
+"""Real builds: g++ through load_inline judged on the CPU, nvcc builds judged `compiled`.
+
+Each extension is compiled once per run (session build cache); the slow nvcc
+tests are marked `nvcc` and need the CUDA toolkit (not a GPU).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kevin_tui.evaluator import EvalOptions, Evaluator, Status
+from kevin_tui.evaluator.sandbox import worker_env
+from tests.conftest import candidate
+
+NVCC_AVAILABLE = Path(worker_env().get("CUDA_HOME", "/nonexistent"), "bin", "nvcc").exists()
+needs_nvcc = pytest.mark.skipif(not NVCC_AVAILABLE, reason="needs the CUDA toolkit (nvcc)")
+
+
+@pytest.fixture(scope="module")
+def relu_cpu(relu_problem, build_cache):
+    options = EvalOptions(device="cpu", timing=False, cache_dir=build_cache, build_timeout_s=600)
+    with Evaluator(relu_problem, options) as evaluator:
+        yield evaluator
+
+
+def build_dirs(verdict) -> list[Path]:
+    return [Path(b["directory"]) for b in verdict.details.get("builds", [])]
+
+
+def test_cpp_candidate_built_with_gpp_is_correct_and_reused(relu_cpu):
+    cold = relu_cpu.evaluate(candidate("relu_cpp.py"))
+    assert cold.status is Status.CORRECT, cold.message
+    warm = relu_cpu.evaluate(candidate("relu_cpp.py"))
+    assert warm.status is Status.CORRECT
+    (cold_build,), (warm_build,) = cold.details["builds"], warm.details["builds"]
+    assert cold_build["directory"] == warm_build["directory"]
+    assert warm_build["cached"] and warm.phases_s["build"] < cold.phases_s["build"]
+
+
+def test_same_extension_name_with_other_source_never_collides(relu_cpu):
+    wrong = relu_cpu.evaluate(candidate("relu_cpp_wrong.py"))
+    assert wrong.status is Status.INCORRECT, wrong.message
+    right = relu_cpu.evaluate(candidate("relu_cpp.py"))
+    assert right.status is Status.CORRECT
+    assert build_dirs(wrong) != build_dirs(right)
+    assert all(d.name.startswith("relu_ext-") for d in build_dirs(wrong) + build_dirs(right))
+
+
+def test_lock_left_by_a_killed_build_does_not_hang_the_next(relu_cpu):
+    first = relu_cpu.evaluate(candidate("relu_cpp.py"))
+    (directory,) = build_dirs(first)
+    (directory / "lock").write_text("")  # what torch's FileBaton leaves when its builder is SIGKILLed
+    relu_cpu.options.build_timeout_s = 60
+    try:
+        again = relu_cpu.evaluate(candidate("relu_cpp.py"))
+    finally:
+        relu_cpu.options.build_timeout_s = 600
+    assert again.status is Status.CORRECT, again.message
+
+
+@needs_nvcc
+@pytest.mark.nvcc
+def test_cuda_candidate_is_built_for_real_and_judged_compiled_without_a_device(relu_cpu):
+    verdict = relu_cpu.evaluate(candidate("relu_cuda.py"))
+    assert verdict.status is Status.COMPILED, verdict.message
+    assert verdict.exit_code == 3
+    (build,) = verdict.details["builds"]
+    assert build["uses_cuda"] and (Path(build["directory"]) / "relu_cuda_ext.so").exists()
+
+
+@needs_nvcc
+@pytest.mark.nvcc
+def test_cuda_compile_error_carries_nvcc_message_and_candidate_line(relu_cpu):
+    verdict = relu_cpu.evaluate(candidate("relu_cuda_broken.py"))
+    assert verdict.status is Status.COMPILE_ERROR, verdict.message
+    first = verdict.details["compiler_errors"][0]
+    assert first["file"] == "cuda.cu" and "undefined_bias" in first["message"]
+    assert first["candidate_line"] == 11
+    assert "undefined_bias" in verdict.message
+
+
+@needs_nvcc
+@pytest.mark.nvcc
+def test_build_timeout_kills_nvcc_and_ninja(relu_problem, build_cache):
+    unique = candidate("relu_cuda.py").replace("relu_cuda_ext", "relu_timeout_probe")
+    unique = unique.replace("__global__", f"// {os.getpid()} {id(unique)}\n__global__", 1)
+    options = EvalOptions(device="cpu", timing=False, cache_dir=build_cache, build_timeout_s=8)
+    with Evaluator(relu_problem, options) as evaluator:
+        verdict = evaluator.evaluate(unique)
+    assert verdict.status is Status.TIMEOUT and "build phase" in verdict.message
+    survivors = subprocess.run(["pgrep", "-f", "relu_timeout_probe"], capture_output=True, text=True).stdout
+    assert survivors.strip() == "", f"build processes survived: {survivors}"

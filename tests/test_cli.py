@@ -1,0 +1,71 @@
+"""`kevin-tui eval` as a user runs it: a real subprocess, exit codes, JSON and the text report."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import CANDIDATES, PROBLEMS, RELU, has_cuda_device
+
+CONTRACT_KEYS = {"status", "message", "details", "speedup", "speedup_compile", "candidate_ms", "reference_ms",
+                 "checks", "warnings", "device"}  # fmt: skip
+
+
+def kevin(*args: str, cache=None) -> subprocess.CompletedProcess:
+    env_args = ["--cache-dir", str(cache)] if cache else []
+    return subprocess.run(
+        [sys.executable, "-m", "kevin_tui", "eval", *args, *env_args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_correct_json_has_the_contract_and_exit_0(build_cache):
+    result = kevin(str(RELU), str(CANDIDATES / "relu_torch.py"), "--device", "cpu", "--json",
+                   "--timing-trials", "20", cache=build_cache)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    verdict = json.loads(result.stdout)
+    assert CONTRACT_KEYS <= verdict.keys()
+    assert verdict["status"] == "correct" and verdict["speedup"] > 0 and verdict["device"] == "cpu"
+    assert verdict["warnings"][0]["code"] == "no_custom_kernel"
+    assert all({"name", "passed", "detail"} <= c.keys() for c in verdict["checks"])
+
+
+def test_incorrect_text_report_and_exit_1(build_cache):
+    result = kevin(str(RELU), str(CANDIDATES / "slightly_wrong.py"), "--device", "cpu", cache=build_cache)
+    assert result.returncode == 1
+    assert result.stdout.startswith("INCORRECT: wrong output in trial 1")
+    assert "max_abs_error=" in result.stdout and "FAILED output trial 1" in result.stdout
+
+
+@pytest.mark.parametrize("problem", ["missing_get_inputs.py", "reference_raises.py", "syntax_error.py"])
+def test_unusable_problem_exits_2_naming_the_file_without_traceback(problem, build_cache):
+    result = kevin(str(PROBLEMS / problem), str(CANDIDATES / "relu_torch.py"), "--device", "cpu",
+                   cache=build_cache)  # fmt: skip
+    assert result.returncode == 2
+    assert problem in result.stderr and "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+def test_missing_problem_file_exits_2():
+    result = kevin("/nonexistent/problem.py", str(CANDIDATES / "relu_torch.py"))
+    assert result.returncode == 2 and "no such file" in result.stderr
+
+
+@pytest.mark.skipif(has_cuda_device(), reason="checks the no-GPU message")
+def test_cuda_device_without_gpu_exits_4(build_cache):
+    result = kevin(str(RELU), str(CANDIDATES / "relu_torch.py"), "--device", "cuda", cache=build_cache)
+    assert result.returncode == 4
+    assert "cannot evaluate here" in result.stderr and "no CUDA device" in result.stderr
+
+
+def test_help_lists_the_options():
+    result = subprocess.run(
+        [sys.executable, "-m", "kevin_tui", "eval", "--help"], capture_output=True, text=True
+    )
+    for option in ("--device", "--timeout", "--trials", "--json", "--strict", "exit codes"):
+        assert option in result.stdout

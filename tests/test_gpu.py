@@ -1,0 +1,50 @@
+"""Checks that need a CUDA device: run by scripts/gpu-check.sh on a GPU machine, skipped elsewhere."""
+
+from __future__ import annotations
+
+import pytest
+
+from kevin_tui.evaluator import EvalOptions, Evaluator, Status
+from tests.conftest import candidate
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def relu_gpu(relu_problem, build_cache):
+    options = EvalOptions(device="cuda", cache_dir=build_cache, build_timeout_s=600)
+    with Evaluator(relu_problem, options) as evaluator:
+        yield evaluator
+
+
+def test_cuda_candidate_is_correct_and_timed_with_events(relu_gpu):
+    verdict = relu_gpu.evaluate(candidate("relu_cuda.py"))
+    assert verdict.status is Status.CORRECT, verdict.message
+    assert verdict.device.startswith("cuda")
+    assert verdict.timings["candidate_events"].method.startswith("CUDA events")
+    assert verdict.timings["candidate_events"].trials >= 100
+    assert verdict.speedup and verdict.speedup_compile  # compile baseline is on by default on CUDA
+    assert "hidden_stream_work" not in {w.code for w in verdict.warnings}
+
+
+def test_work_hidden_on_a_side_stream_is_caught(relu_gpu):
+    verdict = relu_gpu.evaluate(candidate("side_stream.py"))
+    codes = {w.code for w in verdict.warnings}
+    assert "creates_streams" in codes
+    assert verdict.status is not Status.CORRECT or "hidden_stream_work" in codes, verdict.message
+
+
+def test_uninitialised_memory_holding_the_reference_answer_fails(relu_gpu):
+    verdict = relu_gpu.evaluate(candidate("empty_reuse.py"))
+    assert verdict.status is Status.INCORRECT, verdict.message
+
+
+def test_illegal_memory_access_is_a_runtime_error_and_the_next_candidate_runs(relu_gpu):
+    verdict = relu_gpu.evaluate(candidate("illegal_access.py"))
+    assert verdict.status is Status.RUNTIME_ERROR, verdict.message
+    assert relu_gpu.evaluate(candidate("relu_torch.py")).status is Status.CORRECT
+
+
+def test_cuda_tensor_subclass_and_mutation_still_caught(relu_gpu):
+    assert relu_gpu.evaluate(candidate("mutate_input.py")).status is Status.INCORRECT
+    assert relu_gpu.evaluate(candidate("tensor_subclass.py")).status is Status.INCORRECT
