@@ -83,7 +83,7 @@ def test_events_timeout_and_death(spawn):
     with pytest.raises(WorkerTimeout):
         worker.event(0.2)
     worker.kill()
-    with pytest.raises(WorkerGone, match="SIGTERM|SIGKILL"):
+    with pytest.raises(WorkerGone, match=r"SIGTERM|SIGKILL"):
         worker.event(5)
 
 
