@@ -117,7 +117,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             print(f"\r\033[K{phase}… {detail}", end="", file=sys.stderr, flush=True)
 
     try:
-        with Evaluator(problem, options_from(args), on_progress=progress) as evaluator:
+        with Evaluator(problem, options_from(args), on_progress=progress, prespawn=False) as evaluator:
             verdict = evaluator.evaluate(source)
     except ProblemError as exc:
         print(f"\nkevin-tui: {exc}", file=sys.stderr)

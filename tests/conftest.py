@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,9 +31,16 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def build_cache(tmp_path_factory) -> Path:
-    """One build cache for the whole run, so each real extension is compiled once."""
-    return Path(os.environ.get("KEVIN_TUI_TEST_CACHE") or tmp_path_factory.mktemp("kevin-cache"))
+def build_cache() -> Iterator[Path]:
+    """One build cache for the whole run, so each real extension is compiled once.
+
+    Removed afterwards: its precompiled headers are ~0.8 GB each. KEVIN_TUI_TEST_CACHE keeps one.
+    """
+    if kept := os.environ.get("KEVIN_TUI_TEST_CACHE"):
+        yield Path(kept)
+        return
+    with tempfile.TemporaryDirectory(prefix="kevin-test-cache-") as directory:
+        yield Path(directory)
 
 
 @pytest.fixture(scope="session")

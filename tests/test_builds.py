@@ -70,6 +70,7 @@ def test_cuda_candidate_is_built_for_real_and_judged_compiled_without_a_device(r
     assert verdict.exit_code == 3
     (build,) = verdict.details["builds"]
     assert build["uses_cuda"] and (Path(build["directory"]) / "relu_cuda_ext.so").exists()
+    assert build["headers"] == "light"  # built with the light CUDA prelude
 
 
 @needs_nvcc
@@ -81,6 +82,10 @@ def test_cuda_compile_error_carries_nvcc_message_and_candidate_line(relu_cpu):
     assert first["file"] == "cuda.cu" and "undefined_bias" in first["message"]
     assert first["candidate_line"] == 11
     assert "undefined_bias" in verdict.message
+    # the light-header attempt failed too, so the standard build ran and is remembered
+    (build,) = verdict.details["builds"]
+    assert build["headers"] == "standard"
+    assert (Path(build["directory"]) / ".kevin-headers").read_text() == "standard"
 
 
 @needs_nvcc

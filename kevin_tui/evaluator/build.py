@@ -5,10 +5,10 @@ default directory (keyed by name) would make candidates overwrite each other.
 Here the directory is keyed by a hash of everything that changes the binary,
 so an identical source reuses its build and different ones never collide.
 
-torch guards a build with a `lock` file that a killed build leaves behind, and
-a later build then waits on it forever. We hold an flock (released by the
-kernel when the holder dies) while building, so any `lock` file found while we
-hold it is stale and can be removed.
+Older torch guards a build with a `lock` file that a killed build leaves
+behind, and a later build then waits on it forever (newer torch uses flock).
+We hold our own flock (released by the kernel when the holder dies) while
+building, so any `lock` file found while we hold it is stale and is removed.
 """
 
 from __future__ import annotations
@@ -24,9 +24,29 @@ from pathlib import Path
 from typing import Any
 
 from kevin_tui.evaluator.compiler_output import GeneratedFile
+from kevin_tui.evaluator.light_headers import light_prelude, without_heavy_includes
+from kevin_tui.evaluator.pch import pch_flags
 
 CPP_HEADER_LINES = 1  # '#include <torch/extension.h>'
 CUDA_HEADER_LINES = 3  # torch/types.h, cuda.h, cuda_runtime.h
+
+
+BUILD_FAILURE_MARKERS = ("Error building extension", "Error compiling objects", "ninja: build stopped")
+
+
+def is_build_failure(exc: BaseException) -> bool:
+    """True when `exc` came from compiling, linking or loading an extension."""
+    text = str(exc)
+    return any(m in text for m in BUILD_FAILURE_MARKERS) or (isinstance(exc, ImportError) and ".so" in text)
+
+
+def _forget_version(name: str) -> None:
+    """Stop torch renaming a rebuilt extension `name_v1` (it versions by name within a process)."""
+    from torch.utils import cpp_extension
+
+    entries = getattr(getattr(cpp_extension, "JIT_EXTENSION_VERSIONER", None), "entries", None)
+    if isinstance(entries, dict):
+        entries.pop(name, None)
 
 
 class EnvironmentProblem(Exception):
@@ -40,6 +60,7 @@ class BuildRecord:
     uses_cuda: bool
     cached: bool
     seconds: float = 0.0
+    headers: str = "standard"
     files: dict[str, GeneratedFile] = field(default_factory=dict)
 
 
@@ -124,12 +145,38 @@ class BuildTracker:
             stale = directory / "lock"
             if stale.exists():
                 stale.unlink()
+            if implicit and len(args) < 3:  # extra_cflags not passed positionally
+                extra = _as_list(kwargs.get("extra_cflags"))
+                includes = _as_list(kwargs.get("extra_include_paths"))
+                kwargs["extra_cflags"] = pch_flags(self.root.parent, extra, includes) + extra
             try:
-                return original(
-                    name, list(cpp), list(cuda) or None, *args, build_directory=str(directory), **kwargs
-                )
+                return self._build(original, record, directory, cpp, cuda, implicit, args, kwargs)
             finally:
                 record.seconds = time.perf_counter() - start
+
+    def _build(self, original, record, directory, cpp, cuda, implicit, args, kwargs):
+        """Try the light CUDA headers first (remembered per build directory), then the standard ones."""
+        name = record.name
+        mode = directory / ".kevin-headers"
+        prelude = light_prelude(cuda) if cuda and implicit else None
+        if prelude and not (mode.exists() and mode.read_text() == "standard"):
+            light_cpp = ["#include <torch/extension.h>", *cpp]
+            light_cuda = [prelude, *(without_heavy_includes(s) for s in cuda)]
+            light_kwargs = {**kwargs, "no_implicit_headers": True}
+            try:
+                module = original(
+                    name, light_cpp, light_cuda, *args, build_directory=str(directory), **light_kwargs
+                )
+            except Exception as exc:
+                if not is_build_failure(exc):
+                    raise
+                mode.write_text("standard")
+                _forget_version(name)
+            else:
+                mode.write_text("light")
+                record.headers = "light"
+                return module
+        return original(name, list(cpp), list(cuda) or None, *args, build_directory=str(directory), **kwargs)
 
     def summary(self) -> list[dict[str, Any]]:
         return [{k: v for k, v in asdict(r).items() if k != "files"} for r in self.records]

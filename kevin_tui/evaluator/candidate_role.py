@@ -13,13 +13,11 @@ from typing import Any
 import torch
 
 from kevin_tui.evaluator import worker as w
-from kevin_tui.evaluator.build import BuildTracker, EnvironmentProblem
+from kevin_tui.evaluator.build import BuildTracker, EnvironmentProblem, is_build_failure
 from kevin_tui.evaluator.compiler_output import SourceMap, first_errors
 from kevin_tui.evaluator.guards import IdentityGuard, LeftoverGuard
 from kevin_tui.evaluator.judge import flatten
 from kevin_tui.evaluator.timing import TimingPlan, time_call
-
-BUILD_FAILURE_MARKERS = ("Error building extension", "Error compiling objects", "ninja: build stopped")
 
 
 class Verdict(Exception):
@@ -34,10 +32,10 @@ class Verdict(Exception):
 
 def build_failure(exc: BaseException, tracker: BuildTracker, source: str) -> Verdict | None:
     """A compile_error verdict when `exc` came from building or loading an extension."""
-    text = str(exc)
-    loading = isinstance(exc, ImportError) and tracker.records and ".so" in text
-    if not loading and not any(marker in text for marker in BUILD_FAILURE_MARKERS):
+    if not tracker.records or not is_build_failure(exc):
         return None
+    text = str(exc)
+    loading = isinstance(exc, ImportError)
     files = tracker.records[-1].files if tracker.records else {}
     errors = first_errors(text, SourceMap(source, files))
     first = errors[0]["message"] if errors else text.strip().splitlines()[-1][:200]

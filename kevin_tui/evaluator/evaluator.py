@@ -77,14 +77,21 @@ class Evaluator:
     """Judges candidates for one problem. Use as a context manager; `close()` stops the workers."""
 
     def __init__(
-        self, problem: Problem, options: EvalOptions | None = None, on_progress: ProgressFn | None = None
+        self,
+        problem: Problem,
+        options: EvalOptions | None = None,
+        on_progress: ProgressFn | None = None,
+        prespawn: bool = True,
     ) -> None:
+        """`prespawn` keeps a spare candidate worker with torch imported, for callers that judge many."""
         self.problem = problem
+        self.prespawn = prespawn
         self.options = options or EvalOptions()
         self.on_progress = on_progress or (lambda phase, detail: None)
         self.scratch = Path(tempfile.mkdtemp(prefix="kevin-eval-"))
         self.env = worker_env()
         self._reference: WorkerProcess | None = None
+        self._spare: tuple[WorkerProcess, Path] | None = None
         self._ready: dict[str, Any] | None = None
         self._reference_timings: dict[str, Any] | None = None
         self._counter = itertools.count(1)
@@ -97,6 +104,9 @@ class Evaluator:
         self.close()
 
     def close(self) -> None:
+        if self._spare is not None:
+            self._spare[0].kill()
+            self._spare = None
         if self._reference is not None:
             self._reference.close()
             self._reference = None
@@ -191,9 +201,22 @@ class Evaluator:
         verdict.phases_s["total"] = round(time.perf_counter() - started, 3)
         return verdict
 
-    def _run_candidate(self, source: str, ready: dict[str, Any]) -> Verdict:
+    def _spawn_candidate_worker(self) -> tuple[WorkerProcess, Path]:
         scratch = self.scratch / f"candidate-{next(self._counter)}"
         scratch.mkdir()
+        return WorkerProcess("candidate", None, scratch, scratch / "candidate.log", self.env), scratch
+
+    def _take_candidate_worker(self) -> tuple[WorkerProcess, Path]:
+        """The spare worker (torch already imported) if it is alive, else a new one."""
+        spare, self._spare = self._spare, None
+        if spare is not None and spare[0].proc.poll() is None:
+            return spare
+        if spare is not None:
+            spare[0].kill()
+        return self._spawn_candidate_worker()
+
+    def _run_candidate(self, source: str, ready: dict[str, Any]) -> Verdict:
+        worker, scratch = self._take_candidate_worker()
         path = scratch / "candidate.py"
         path.write_text(source)
         request = {
@@ -206,13 +229,14 @@ class Evaluator:
             "build_root": str(self.options.cache_dir / "builds"),
             "reference_mutates_inputs": ready["reference_mutates_inputs"],
         }
-        self.last_log = scratch / "candidate.log"
-        worker = WorkerProcess("candidate", request, scratch, self.last_log, self.env)
-        run = _CandidateSession(self, worker)
+        self.last_log = worker.log_path
+        worker.send(request)
         try:
-            return run.drive()
+            return _CandidateSession(self, worker).drive()
         finally:
             worker.kill()
+            if self.prespawn:  # started only now, so its import never competes with this timing
+                self._spare = self._spawn_candidate_worker()
 
 
 class _CandidateSession:

@@ -98,10 +98,14 @@ def describe_exit(returncode: int | None) -> str:
 
 
 class WorkerProcess:
-    """One worker: JSON commands on its stdin, JSON events on its stdout, the rest in a log."""
+    """One worker: JSON commands on its stdin, JSON events on its stdout, the rest in a log.
+
+    Without a request it starts anyway and waits for one: that is how a spare worker imports torch
+    ahead of time.
+    """
 
     def __init__(
-        self, role: str, request: dict[str, Any], cwd: Path, log_path: Path, env: dict[str, str]
+        self, role: str, request: dict[str, Any] | None, cwd: Path, log_path: Path, env: dict[str, str]
     ) -> None:
         self.log_path = log_path
         cwd.mkdir(parents=True, exist_ok=True)
@@ -117,7 +121,8 @@ class WorkerProcess:
             )
         self.events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         threading.Thread(target=self._read, name=f"kevin-{role}-reader", daemon=True).start()
-        self.send(request)
+        if request is not None:
+            self.send(request)
 
     def _read(self) -> None:
         assert self.proc.stdout is not None

@@ -124,16 +124,13 @@ def environment(device: str) -> dict[str, Any]:
 def main() -> None:
     role = sys.argv[1]
     channel = Channel()
-    request = channel.next_command()
     try:
+        # Import torch before the request arrives, so a spare worker is ready when it does.
         if role == "reference":
-            from kevin_tui.evaluator.reference_role import run_reference
-
-            run_reference(request, channel)
+            from kevin_tui.evaluator.reference_role import run_reference as run
         else:
-            from kevin_tui.evaluator.candidate_role import run_candidate
-
-            run_candidate(request, channel)
+            from kevin_tui.evaluator.candidate_role import run_candidate as run
+        run(channel.next_command(), channel)
     except BaseException as exc:  # report, never die silently
         from kevin_tui.evaluator.build import EnvironmentProblem
 

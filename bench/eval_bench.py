@@ -1,0 +1,145 @@
+"""Evaluation cost, cold and warm, beside a plain load_inline + allclose of the same candidate.
+
+    python3 bench/eval_bench.py                          # C++ candidate on the CPU (g++)
+    python3 bench/eval_bench.py --candidate tests/candidates/relu_cuda.py --device cuda
+
+"Plain" is what a naive harness does: import the candidate (load_inline builds into a fresh torch
+extensions directory), run ModelNew and Model once, torch.allclose. "Cold" is kevin-tui with an empty
+build cache; "warm" is the same source again. Figures are ratios against the plain run measured here,
+in the same run, since absolute times on shared machines are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from kevin_tui.evaluator import EvalOptions, Evaluator  # noqa: E402
+from kevin_tui.evaluator.sandbox import worker_env  # noqa: E402
+from kevin_tui.problem import load_problem  # noqa: E402
+
+DEFAULT_PROBLEM = REPO.parent / "shared" / "kernelbench" / "level1" / "19_ReLU.py"
+DEFAULT_CANDIDATE = REPO / "tests" / "candidates" / "relu_cpp.py"
+PAUSE_S = 5.0
+
+PLAIN = textwrap.dedent(
+    """
+    import importlib.util, sys, time, torch
+    t0 = time.perf_counter()
+    def load(path, name):
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    problem = load(sys.argv[1], "problem")
+    t1 = time.perf_counter()
+    candidate = load(sys.argv[2], "candidate")
+    t2 = time.perf_counter()
+    device = sys.argv[3]
+    ok = None
+    if device != "none":  # "none": a CUDA candidate on a machine without a GPU, built only
+        init = problem.get_init_inputs()
+        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
+        new, ref = candidate.ModelNew(*init).to(device), problem.Model(*init).to(device)
+        ok = torch.allclose(new(*inputs), ref(*inputs), atol=1e-2, rtol=1e-2)
+    t3 = time.perf_counter()
+    print(f"{t1 - t0:.3f} {t2 - t1:.3f} {t3 - t2:.3f} {ok}")
+    """
+)
+
+
+def unique_source(path: Path, tag: str) -> str:
+    """The candidate with a comment that makes its build hash new, so 'cold' really is cold."""
+    source = path.read_text()
+    marker = '= """\n'
+    return source.replace(marker, f"{marker}// bench {tag}\n", 1)
+
+
+def plain_run(problem: Path, source: str, device: str) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        cand = Path(tmp) / "candidate.py"
+        cand.write_text(source)
+        env = {**worker_env(), "TORCH_EXTENSIONS_DIR": str(Path(tmp) / "ext")}
+        started = time.perf_counter()
+        out = subprocess.run(
+            [sys.executable, "-c", PLAIN, str(problem), str(cand), device],
+            capture_output=True, text=True, env=env,
+        )  # fmt: skip
+        if out.returncode != 0:
+            raise SystemExit(f"plain load_inline run failed:\n{out.stderr[-3000:]}")
+        total = time.perf_counter() - started
+    out = out.stdout.split()
+    return {
+        "total": total,
+        "import_torch_and_problem": float(out[0]),
+        "build": float(out[1]),
+        "check": float(out[2]),
+    }
+
+
+def kevin_run(evaluator: Evaluator, source: str) -> dict[str, float]:
+    started = time.perf_counter()
+    verdict = evaluator.evaluate(source)
+    total = time.perf_counter() - started
+    phases = verdict.phases_s
+    headers = ",".join(b.get("headers", "?") for b in verdict.details.get("builds", [])) or "no"
+    times = {k: phases.get(k, 0.0) for k in ("build", "check", "judge", "time")}
+    return {"total": total, "status": verdict.status.value, "headers": headers, **times}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--problem", type=Path, default=DEFAULT_PROBLEM)
+    parser.add_argument("--candidate", type=Path, default=DEFAULT_CANDIDATE)
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args()
+    tag = f"{os.getpid()}-{time.time_ns()}"
+    source = unique_source(args.candidate, tag)
+    plain_device = "none" if args.device == "cpu" and "cuda_sources" in source else args.device
+
+    print(f"candidate {args.candidate.name} on {args.device}; problem {args.problem.name}")
+    plain = plain_run(args.problem, unique_source(args.candidate, tag + "-plain"), plain_device)
+    print(f"plain load_inline + allclose: total {plain['total']:.1f} s (build {plain['build']:.1f} s, "
+          f"check {plain['check']:.2f} s)")  # fmt: skip
+
+    with tempfile.TemporaryDirectory() as cache:
+        options = EvalOptions(device=args.device, cache_dir=Path(cache))
+        with Evaluator(load_problem(args.problem), options) as evaluator:
+            started = time.perf_counter()
+            evaluator.reference_ready()
+            reference_s = time.perf_counter() - started
+            first = kevin_run(evaluator, unique_source(args.candidate, tag + "-first"))
+            cold = kevin_run(evaluator, source)
+            back_to_back = kevin_run(evaluator, source)
+            time.sleep(PAUSE_S)  # in the loop, generating the next reply takes far longer than this
+            warm = kevin_run(evaluator, source)
+    print(f"kevin reference worker start: {reference_s:.1f} s (once per problem)")
+    runs = (
+        ("first ever (builds the PCH)", first),
+        ("cold (new source)", cold),
+        ("warm, back to back", back_to_back),
+        (f"warm after {PAUSE_S:.0f} s (spare worker ready)", warm),
+    )
+    for label, run in runs:
+        print(
+            f"kevin {label}: total {run['total']:.1f} s [{run['status']}, {run['headers']} headers] = "
+            f"build {run['build']:.1f} s, "
+            f"check {run['check']:.2f} s, judge {run['judge']:.2f} s, timing {run['time']:.2f} s"
+        )
+    print(f"ratio cold build / plain build: {cold['build'] / plain['build']:.2f} (goal <= 0.5)")
+    print(f"ratio cold total / warm total: {cold['total'] / warm['total']:.1f}x (goal >= 10x)")
+
+
+if __name__ == "__main__":
+    main()

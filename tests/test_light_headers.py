@@ -1,0 +1,50 @@
+from kevin_tui.evaluator.light_headers import light_prelude, without_heavy_includes
+from tests.conftest import candidate
+
+KEVIN_STYLE = """
+#include <torch/extension.h>
+#include <cuda_runtime.h>
+
+__global__ void scale(const float* x, float* y, float s, int n) { int i = threadIdx.x; if (i < n) y[i] = s * x[i]; }
+
+torch::Tensor scale_cuda(torch::Tensor x, float s) {
+    TORCH_CHECK(x.scalar_type() == torch::kFloat32, "float only");
+    auto y = torch::empty_like(x);
+    auto z = at::zeros({4}, x.options());
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "scale", [&] {});
+    scale<<<1, 256, 0, at::cuda::getCurrentCUDAStream()>>>(x.data_ptr<float>(), y.data_ptr<float>(), s, x.numel());
+    return y;
+}
+"""
+
+
+def test_prelude_has_what_the_source_uses():
+    prelude = light_prelude([KEVIN_STYLE])
+    for header in ("ATen/core/Tensor.h", "ATen/ops/empty_like.h", "ATen/ops/zeros.h", "ATen/Dispatch.h",
+                   "ATen/cuda/CUDAContext.h", "cuda_runtime.h"):
+        assert f"#include <{header}>" in prelude, header
+    assert "constexpr auto kFloat32 = at::kFloat;" in prelude and "using namespace at;" in prelude
+    assert "torch/types.h" not in prelude and "torch/extension.h" not in prelude
+
+
+def test_names_without_an_op_header_are_not_included():
+    prelude = light_prelude(["auto t = torch::not_an_op(x); int n = x.numel();"])
+    assert "not_an_op" not in prelude
+
+
+def test_bindings_or_torch_modules_need_the_full_headers():
+    assert light_prelude(['PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("f", &f); }']) is None
+    assert light_prelude(["torch::nn::Linear lin(3, 4);"]) is None
+
+
+def test_heavy_includes_are_blanked_without_moving_lines():
+    src = "#include <torch/extension.h>\n#include <vector>\n  #include <torch/types.h>\nint x;\n"
+    out = without_heavy_includes(src)
+    assert out.count("\n") == src.count("\n")
+    assert "torch/" not in out and "#include <vector>" in out
+
+
+def test_test_candidates_get_a_light_prelude():
+    source = candidate("relu_cuda.py")
+    cuda = source.split('relu_cuda_source = """')[1].split('"""')[0]
+    assert light_prelude([cuda]) is not None
