@@ -9,8 +9,15 @@ from pathlib import Path
 
 from kevin_tui.evaluator import EnvironmentProblem, EvalOptions, Evaluator
 from kevin_tui.evaluator.report import render
-from kevin_tui.evaluator.verdict import EXIT_CANNOT_EVALUATE_HERE, EXIT_PROBLEM_UNUSABLE
+from kevin_tui.evaluator.verdict import (
+    EXIT_CANNOT_EVALUATE_HERE,
+    EXIT_OTHER,
+    EXIT_PROBLEM_UNUSABLE,
+    Status,
+    Verdict,
+)
 from kevin_tui.problem import ProblemError, load_problem
+from kevin_tui.repo import AcceptInfo, GitProblem, KernelRepo, kernel_file_text, kernel_path_for
 
 EVAL_EPILOG = """\
 exit codes: 0 correct; 3 compiled (built, but no CUDA device to run it);
@@ -127,11 +134,54 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return EXIT_CANNOT_EVALUATE_HERE
     if not args.json and sys.stderr.isatty():
         print("\r\033[K", end="", file=sys.stderr)
+    output = verdict.to_dict()
+    code = verdict.exit_code
+    if args.accept:
+        if verdict.status is Status.CORRECT:
+            accepted = accept_candidate(problem.path, source, verdict, args)
+            output["accepted"] = accepted
+            code = EXIT_OTHER if "error" in accepted else code
+        else:
+            output["accepted"] = {"error": f"not accepted: the verdict is {verdict.status.value}"}
     if args.json:
-        print(json.dumps(verdict.to_dict()))
+        print(json.dumps(output))
     else:
         print(render(verdict, Path(args.candidate).name))
-    return verdict.exit_code
+        if accepted_report := output.get("accepted"):
+            print(f"  accept: {accepted_report.get('error') or accepted_report['summary']}")
+    return code
+
+
+def accept_candidate(problem_path: Path, source: str, verdict: Verdict, args: argparse.Namespace) -> dict:
+    """Write (and unless --no-git, commit) a correct candidate beside the problem module."""
+    info = AcceptInfo(
+        module=problem_path.stem,
+        speedup=verdict.speedup,
+        speedup_compile=verdict.speedup_compile,
+        device=verdict.details.get("environment", {}).get("gpu") or verdict.device,
+    )
+    path = kernel_path_for(problem_path, args.kernel_name)
+    if args.no_git:
+        try:
+            path.write_text(kernel_file_text(source, info))
+        except OSError as exc:
+            return {"error": f"cannot write {path}: {exc.strerror or exc}"}
+        return {"path": str(path), "commit": None, "summary": f"wrote {path} (--no-git)"}
+    try:
+        result = KernelRepo.find(path, init=args.git_init).accept_kernel(path, source, info)
+    except GitProblem as exc:
+        return {"error": str(exc)}
+    summary = f"committed {result.commit[:10]} ({path})" + (f"; {result.notice}" if result.notice else "")
+    return {"path": str(path), "commit": result.commit, "summary": summary}
+
+
+def cmd_undo(args: argparse.Namespace) -> int:
+    try:
+        print(KernelRepo.find(Path(args.path)).undo())
+    except GitProblem as exc:
+        print(f"kevin-tui: cannot undo: {exc}", file=sys.stderr)
+        return EXIT_OTHER
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -151,7 +201,27 @@ def build_parser() -> argparse.ArgumentParser:
     p_eval.add_argument("candidate", help="the candidate module defining ModelNew")
     add_eval_options(p_eval)
     p_eval.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    accept = p_eval.add_argument_group("accepting a correct candidate")
+    accept.add_argument(
+        "--accept",
+        action="store_true",
+        help="if correct, write it beside the problem module and commit that file alone",
+    )
+    accept.add_argument(
+        "--kernel-name", metavar="FILE", help="kernel file name (default: <module>_kernel.py)"
+    )
+    accept.add_argument("--no-git", action="store_true", help="only write the kernel file")
+    accept.add_argument("--git-init", action="store_true", help="create a git repository if there is none")
     p_eval.set_defaults(func=cmd_eval)
+
+    p_undo = sub.add_parser(
+        "undo",
+        help="take back the last accepted kernel",
+        description="Remove the last kevin-tui commit, only while it is still HEAD and its kernel file is "
+        "unchanged, and put the kernel file back as it was (deleted if it was new). Nothing else moves.",
+    )
+    p_undo.add_argument("path", nargs="?", default=".", help="a path inside the repository (default: .)")
+    p_undo.set_defaults(func=cmd_undo)
     return parser
 
 
