@@ -72,9 +72,7 @@ def add_eval_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--atol", type=float, default=None, help="absolute tolerance (default per dtype)")
     parser.add_argument("--rtol", type=float, default=None, help="relative tolerance (default per dtype)")
-    parser.add_argument(
-        "--strict", action="store_true", help="static-check findings make the verdict 'rejected'"
-    )
+    parser.add_argument("--strict", action="store_true", help="static-check findings make the verdict 'rejected'")
     parser.add_argument("--no-timing", action="store_true", help="check correctness only")
     baseline = parser.add_mutually_exclusive_group()
     baseline.add_argument(
@@ -185,9 +183,7 @@ def cmd_undo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="kevin-tui", description="Interactive GPU-kernel refinement with Kevin-32B."
-    )
+    parser = argparse.ArgumentParser(prog="kevin-tui", description="Interactive GPU-kernel refinement with Kevin-32B.")
     sub = parser.add_subparsers(dest="command", required=True)
     p_eval = sub.add_parser(
         "eval",
@@ -207,9 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="if correct, write it beside the problem module and commit that file alone",
     )
-    accept.add_argument(
-        "--kernel-name", metavar="FILE", help="kernel file name (default: <module>_kernel.py)"
-    )
+    accept.add_argument("--kernel-name", metavar="FILE", help="kernel file name (default: <module>_kernel.py)")
     accept.add_argument("--no-git", action="store_true", help="only write the kernel file")
     accept.add_argument("--git-init", action="store_true", help="create a git repository if there is none")
     p_eval.set_defaults(func=cmd_eval)

@@ -58,9 +58,7 @@ def _git():
     try:
         import git
     except ImportError as exc:  # GitPython raises ImportError when no git binary is found
-        raise GitProblem(
-            f"git is not available ({exc}); install git, or use --no-git to only write the file"
-        ) from None
+        raise GitProblem(f"git is not available ({exc}); install git, or use --no-git to only write the file") from None
     return git
 
 
@@ -188,9 +186,7 @@ class KernelRepo:
         """Write the candidate (with its header) to `path` and commit that file alone."""
         self._check_state()
         relative = self.relative(path)
-        return self._commit_file(
-            path, relative, kernel_file_text(source, info), commit_message(info, relative)
-        )
+        return self._commit_file(path, relative, kernel_file_text(source, info), commit_message(info, relative))
 
     def _commit_file(self, path: Path, relative: str, text: str, message: str) -> Accepted:
         try:
@@ -232,9 +228,7 @@ class KernelRepo:
         current = self._run("hash-object", "--", relative) if path.exists() else None
         staged = self._run("ls-files", "-s", "--", relative).split()
         if current != committed or (staged and staged[1] != committed):
-            raise GitProblem(
-                f"{relative} was changed since it was accepted: commit or discard that change first"
-            )
+            raise GitProblem(f"{relative} was changed since it was accepted: commit or discard that change first")
         parent = commit.parents[0].hexsha if commit.parents else None
         if parent:
             self._run("update-ref", "-m", "kevin-tui: undo accept", "HEAD", parent, head)

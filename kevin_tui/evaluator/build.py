@@ -94,9 +94,7 @@ def require_cuda_toolchain() -> None:
         )
     home = cpp_extension.CUDA_HOME
     if not home or not (Path(home) / "bin" / "nvcc").exists():
-        raise EnvironmentProblem(
-            f"nvcc not found (CUDA_HOME={home!r}); install the CUDA toolkit and set CUDA_HOME"
-        )
+        raise EnvironmentProblem(f"nvcc not found (CUDA_HOME={home!r}); install the CUDA toolkit and set CUDA_HOME")
 
 
 class BuildTracker:
@@ -164,9 +162,7 @@ class BuildTracker:
             light_cuda = [prelude, *(without_heavy_includes(s) for s in cuda)]
             light_kwargs = {**kwargs, "no_implicit_headers": True}
             try:
-                module = original(
-                    name, light_cpp, light_cuda, *args, build_directory=str(directory), **light_kwargs
-                )
+                module = original(name, light_cpp, light_cuda, *args, build_directory=str(directory), **light_kwargs)
             except Exception as exc:
                 if not is_build_failure(exc):
                     raise

@@ -52,9 +52,7 @@ def record_output(output: Any) -> list[dict[str, Any]]:
     leaves = []
     for leaf in flatten(output):
         if type(leaf) is torch.Tensor:
-            leaves.append(
-                {"type_name": "torch.Tensor", "value": leaf.detach().cpu(), "device": str(leaf.device)}
-            )
+            leaves.append({"type_name": "torch.Tensor", "value": leaf.detach().cpu(), "device": str(leaf.device)})
         elif isinstance(leaf, torch.Tensor):
             leaves.append({"type_name": type_name(leaf), "value": None, "device": None})
         elif isinstance(leaf, w.PLAIN_TYPES):
@@ -181,9 +179,7 @@ class CandidateRun:
         runs = self.check_outputs(model, reference, inputs, identity)
         outputs_path = Path(self.request["scratch"]) / "outputs.pt"
         torch.save(runs, outputs_path)
-        self.channel.emit(
-            "checked", outputs_path=str(outputs_path), checks=self.checks, builds=self.tracker.summary()
-        )
+        self.channel.emit("checked", outputs_path=str(outputs_path), checks=self.checks, builds=self.tracker.summary())
         command = self.channel.next_command()
         if command["cmd"] != "time":
             return
@@ -192,9 +188,7 @@ class CandidateRun:
         plan = TimingPlan(**command["plan"])
         leftover = LeftoverGuard()
         with torch.no_grad():
-            timings = self.guarded(
-                "timing forward", lambda: time_call(lambda: model(*args), plan, self.device)
-            )
+            timings = self.guarded("timing forward", lambda: time_call(lambda: model(*args), plan, self.device))
         self.verify_untouched(identity, leftover, "after timing")
         self.channel.emit("timed", timings={k: v.__dict__ for k, v in timings.items()}, checks=self.checks)
         self.channel.next_command()

@@ -365,9 +365,7 @@ def speed_verdict(candidate: dict[str, Timing], reference: dict[str, Any]) -> Ve
         verdict.speedup_compile = verdict.reference_compile_ms / cand_ms if cand_ms > 0 else None
     elif "compile_error" in reference:
         warnings.append(
-            Warning_(
-                "compile_baseline_failed", f"torch.compile baseline failed: {reference['compile_error']}"
-            )
+            Warning_("compile_baseline_failed", f"torch.compile baseline failed: {reference['compile_error']}")
         )
     if verdict.speedup and verdict.speedup > SUSPICIOUS_SPEEDUP:
         warnings.append(Warning_(

@@ -78,9 +78,7 @@ class LeftoverGuard:
         self.children = child_pids()
 
     def leftovers(self) -> list[str]:
-        found = [
-            f"thread {t.name!r}" for t in threading.enumerate() if t not in self.threads and t.is_alive()
-        ]
+        found = [f"thread {t.name!r}" for t in threading.enumerate() if t not in self.threads and t.is_alive()]
         found += [f"child process {pid}" for pid in sorted(child_pids() - self.children)]
         return found
 

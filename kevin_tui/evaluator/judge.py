@@ -51,9 +51,7 @@ def flatten(output: Any) -> list[Any]:
     return [output]
 
 
-def compare_tensor(
-    ref: torch.Tensor, out: torch.Tensor, atol: float | None, rtol: float | None
-) -> dict | None:
+def compare_tensor(ref: torch.Tensor, out: torch.Tensor, atol: float | None, rtol: float | None) -> dict | None:
     """None when `out` matches `ref`; otherwise the mismatch figures."""
     if out.shape != ref.shape:
         return {"reason": f"shape {tuple(out.shape)}, expected {tuple(ref.shape)}"}
@@ -94,9 +92,7 @@ def compare_tensor(
 def _figures(r, a, diff, over, atol, rtol, finite_mask) -> dict[str, Any]:
     worst_flat = int(diff.argmax())
     positions = finite_mask.flatten().nonzero().flatten()
-    worst_index = (
-        tuple(int(i) for i in torch.unravel_index(positions[worst_flat], r.shape)) if r.dim() else ()
-    )
+    worst_index = tuple(int(i) for i in torch.unravel_index(positions[worst_flat], r.shape)) if r.dim() else ()
     rel = diff / r[finite_mask].abs().clamp_min(1e-12)
     return {
         "max_abs_error": float(diff.max()),

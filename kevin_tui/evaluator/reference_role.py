@@ -34,9 +34,7 @@ def prepare(request: dict[str, Any], device: str) -> tuple[Any, Any, list, list,
         init_inputs = w.seeded(seed, module.get_init_inputs)
         model = w.seeded(seed, lambda: module.Model(*init_inputs)).to(device)
     except Exception as exc:
-        raise ProblemBroken(
-            f"{path}: building Model(*get_init_inputs()) raised {type(exc).__name__}: {exc}"
-        ) from exc
+        raise ProblemBroken(f"{path}: building Model(*get_init_inputs()) raised {type(exc).__name__}: {exc}") from exc
     trials, outputs, mutates = [], [], False
     for trial in range(request["trials"]):
         try:
@@ -58,23 +56,17 @@ def prepare(request: dict[str, Any], device: str) -> tuple[Any, Any, list, list,
 
 def load_leaves(path: str) -> list[dict[str, list[Leaf]]]:
     payload = torch.load(path, weights_only=True)
-    return [
-        {order: [Leaf(**leaf) for leaf in run[order]] for order in ("before", "after")} for run in payload
-    ]
+    return [{order: [Leaf(**leaf) for leaf in run[order]] for order in ("before", "after")} for run in payload]
 
 
-def reference_timings(
-    model: Any, args: list, device: str, plan: TimingPlan, with_compile: bool
-) -> dict[str, Any]:
+def reference_timings(model: Any, args: list, device: str, plan: TimingPlan, with_compile: bool) -> dict[str, Any]:
     result: dict[str, Any] = {}
     with torch.no_grad():
         result["eager"] = {k: v.__dict__ for k, v in time_call(lambda: model(*args), plan, device).items()}
         if with_compile:
             try:
                 compiled = torch.compile(model)
-                result["compile"] = {
-                    k: v.__dict__ for k, v in time_call(lambda: compiled(*args), plan, device).items()
-                }
+                result["compile"] = {k: v.__dict__ for k, v in time_call(lambda: compiled(*args), plan, device).items()}
             except Exception as exc:
                 result["compile_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
     return result

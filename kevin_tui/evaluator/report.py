@@ -31,10 +31,7 @@ def render(verdict: Verdict, candidate_name: str = "candidate") -> str:
         }
         if figures:
             lines.append(
-                "  "
-                + ", ".join(
-                    f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in figures.items()
-                )
+                "  " + ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in figures.items())
             )
     if verdict.status in (Status.RUNTIME_ERROR, Status.TIMEOUT):
         tail = (details.get("traceback") or details.get("log") or "").strip().splitlines()

@@ -181,9 +181,7 @@ def run_static_checks(source: str) -> list[Warning_]:
     if ops := _torch_compute_calls(tree, aliases):
         add("torch_compute_ops", f"ModelNew computes with PyTorch ops: {', '.join(ops[:6])}")
     if any(isinstance(n, ast.Try) and n.handlers for n in ast.walk(tree)):
-        add(
-            "try_except_fallback", "try/except in the candidate: a fallback to PyTorch hides a failing kernel"
-        )
+        add("try_except_fallback", "try/except in the candidate: a fallback to PyTorch hides a failing kernel")
     cls = _model_new(tree)
     if cls is not None and any(dotted_name(b) in {"Model", "__main__.Model"} for b in cls.bases):
         add("subclass_reference", "ModelNew subclasses the reference Model")

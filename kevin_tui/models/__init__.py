@@ -1,0 +1,1 @@
+"""Model backends behind one async streaming interface: vLLM (managed), OpenAI-compatible, transformers."""

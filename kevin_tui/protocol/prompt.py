@@ -1,0 +1,130 @@
+"""Building the prompt for turn k, the way Kevin was trained, inside a token budget.
+
+Turn 1 is the base prompt with one worked example. Turn k > 1 is the base prompt without the
+example, then every earlier attempt in order (its code, the model's own summary, the evaluation
+feedback), the user's note if any, and the instruction to start over. An earlier turn's chain of
+thought is never included, only its summary: that is what keeps the context small. When the
+prompt is over budget the oldest attempts go first, but the latest and the best correct one stay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kevin_tui.protocol.feedback import Feedback
+from kevin_tui.protocol.templates import Templates
+
+DEFAULT_BUDGET = 8192
+NO_CODE = "# (no usable code could be extracted from this answer)"
+TIGHT_DETAIL_LINES = 3
+
+TokenCounter = Callable[[str], int]
+
+
+def estimate_tokens(text: str) -> int:
+    """A conservative count when no tokenizer is at hand: code and prose run ~3.5-4 chars a token."""
+    return len(text) // 3 + 1
+
+
+@dataclass
+class Attempt:
+    number: int
+    code: str | None
+    summary: str
+    feedback: Feedback
+    edited_by_user: bool = False
+
+    @property
+    def correct_speedup(self) -> float | None:
+        return self.feedback.speedup if self.feedback.status == "correct" else None
+
+
+@dataclass
+class Prompt:
+    text: str
+    tokens: int
+    counted_with: str
+    included: list[int] = field(default_factory=list)
+    dropped: list[int] = field(default_factory=list)
+    over_budget: bool = False
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        return [{"role": "user", "content": self.text}]
+
+
+def best_attempt(attempts: list[Attempt]) -> Attempt | None:
+    correct = [a for a in attempts if a.correct_speedup is not None]
+    return max(correct, key=lambda a: a.correct_speedup or 0.0) if correct else None
+
+
+class PromptBuilder:
+    def __init__(
+        self,
+        templates: Templates,
+        problem_source: str,
+        budget: int = DEFAULT_BUDGET,
+        counter: TokenCounter | None = None,
+        counted_with: str = "estimate",
+    ) -> None:
+        self.templates = templates
+        self.problem_source = problem_source.rstrip("\n")
+        self.budget = budget
+        self.counter = counter or estimate_tokens
+        self.counted_with = counted_with if counter else "estimate"
+
+    def _feedback_text(self, feedback: Feedback, detail_lines: int | None) -> str:
+        detail = feedback.detail
+        if detail_lines is not None:
+            detail = "\n".join(detail.splitlines()[:detail_lines])
+        speedup = f"{feedback.speedup:.2f}x" if feedback.speedup is not None else "unknown"
+        return self.templates.feedback(feedback.status, message=feedback.message, detail=detail, speedup=speedup)
+
+    def render(self, attempts: list[Attempt], note: str | None = None, detail_lines: int | None = None) -> str:
+        t = self.templates
+        first_turn = not attempts
+        parts = [t.render("base", problem=self.problem_source, example=t.texts["example"] if first_turn else "")]
+        if attempts:
+            parts.append(t.render("history_header"))
+            for attempt in attempts:
+                parts.append(
+                    t.render(
+                        "attempt",
+                        number=attempt.number,
+                        edited=t.texts["edited"] if attempt.edited_by_user else "",
+                        code=(attempt.code or NO_CODE).rstrip("\n"),
+                        summary=attempt.summary.strip() or "(none)",
+                        feedback=self._feedback_text(attempt.feedback, detail_lines),
+                    )
+                )
+        if note:
+            parts.append(t.render("note", note=note.strip()))
+        if attempts:
+            parts.append(t.render("refine"))
+        parts.append(t.render("answer_format"))
+        return "".join(parts).strip() + "\n"
+
+    def build(self, attempts: list[Attempt], note: str | None = None) -> Prompt:
+        """The prompt for the next turn, dropping the oldest attempts while it is over budget."""
+        kept = list(attempts)
+        best = best_attempt(attempts)
+        protected = {attempts[-1].number} if attempts else set()
+        if best is not None:
+            protected.add(best.number)
+        dropped: list[int] = []
+        detail_lines: int | None = None
+        while True:
+            text = self.render(kept, note, detail_lines)
+            tokens = self.counter(text)
+            if tokens <= self.budget:
+                break
+            droppable = [a for a in kept if a.number not in protected]
+            if droppable:
+                kept.remove(droppable[0])
+                dropped.append(droppable[0].number)
+            elif detail_lines is None:
+                detail_lines = TIGHT_DETAIL_LINES
+            else:
+                return Prompt(text, tokens, self.counted_with, [a.number for a in kept], dropped, over_budget=True)
+        return Prompt(text, tokens, self.counted_with, [a.number for a in kept], dropped)
