@@ -54,3 +54,10 @@ def relu_problem():
 
 def candidate(name: str) -> str:
     return (CANDIDATES / name).read_text()
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> Path:
+    from tests.tiny_model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-qwen2"))

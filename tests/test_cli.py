@@ -64,9 +64,7 @@ def test_cuda_device_without_gpu_exits_4(build_cache):
 
 
 def test_help_lists_the_options():
-    result = subprocess.run(
-        [sys.executable, "-m", "kevin_tui", "eval", "--help"], capture_output=True, text=True
-    )
+    result = subprocess.run([sys.executable, "-m", "kevin_tui", "eval", "--help"], capture_output=True, text=True)
     for option in ("--device", "--timeout", "--trials", "--json", "--strict", "exit codes"):
         assert option in result.stdout
 

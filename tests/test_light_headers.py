@@ -20,8 +20,14 @@ torch::Tensor scale_cuda(torch::Tensor x, float s) {
 
 def test_prelude_has_what_the_source_uses():
     prelude = light_prelude([KEVIN_STYLE])
-    for header in ("ATen/core/Tensor.h", "ATen/ops/empty_like.h", "ATen/ops/zeros.h", "ATen/Dispatch.h",
-                   "ATen/cuda/CUDAContext.h", "cuda_runtime.h"):
+    for header in (
+        "ATen/core/Tensor.h",
+        "ATen/ops/empty_like.h",
+        "ATen/ops/zeros.h",
+        "ATen/Dispatch.h",
+        "ATen/cuda/CUDAContext.h",
+        "cuda_runtime.h",
+    ):
         assert f"#include <{header}>" in prelude, header
     assert "constexpr auto kFloat32 = at::kFloat;" in prelude and "using namespace at;" in prelude
     assert "torch/types.h" not in prelude and "torch/extension.h" not in prelude

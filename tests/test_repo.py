@@ -11,8 +11,15 @@ import pytest
 
 from kevin_tui.repo import AcceptInfo, GitProblem, KernelRepo, NotARepository, kernel_path_for
 
-INFO = AcceptInfo(module="my_module", speedup=2.31, speedup_compile=1.4, device="NVIDIA H200",
-                  model="cognition-ai/Kevin-32B", session_id="s-42", turn=3)
+INFO = AcceptInfo(
+    module="my_module",
+    speedup=2.31,
+    speedup_compile=1.4,
+    device="NVIDIA H200",
+    model="cognition-ai/Kevin-32B",
+    session_id="s-42",
+    turn=3,
+)
 KERNEL = "import torch\n\nclass ModelNew(torch.nn.Module):\n    pass\n"
 
 
@@ -39,8 +46,13 @@ def make_repo(path: Path, identity: bool = True) -> Path:
     (path / "a.py").write_text("a = 1\n")
     (path / "b.py").write_text("b = 1\n")
     git(path, "add", ".")
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
     subprocess.run(["git", "commit", "-q", "-m", "initial"], cwd=path, check=True, env=env)
     return path
 
@@ -77,8 +89,14 @@ def test_clean_repo_commit_has_message_trailers_and_only_the_kernel(tmp_path):
     assert git(repo, "rev-parse", "HEAD").strip() == result.commit
     message = git(repo, "log", "-1", "--format=%B")
     assert message.startswith("perf(my_module): Kevin kernel, 2.31x vs eager (turn 3)\n")
-    for trailer in ("Session: s-42", "Turn: 3", "Speedup: 2.31x vs eager, 1.40x vs torch.compile",
-                    "Model: cognition-ai/Kevin-32B", "Device: NVIDIA H200", "Kevin-Kernel: my_module_kernel.py"):
+    for trailer in (
+        "Session: s-42",
+        "Turn: 3",
+        "Speedup: 2.31x vs eager, 1.40x vs torch.compile",
+        "Model: cognition-ai/Kevin-32B",
+        "Device: NVIDIA H200",
+        "Kevin-Kernel: my_module_kernel.py",
+    ):
         assert trailer in message
     assert git(repo, "show", "--name-only", "--format=", "HEAD").split() == ["my_module_kernel.py"]
     assert git(repo, "log", "-1", "--format=%an <%ae>").strip() == "Ada Lovelace <ada@example.com>"

@@ -76,9 +76,7 @@ def test_kill_takes_down_grandchildren_that_ignore_sigterm(spawn, tmp_path):
 
 
 def test_events_timeout_and_death(spawn):
-    worker = spawn(
-        "import json, sys, time; print(json.dumps({'event': 'hello'}), flush=True); time.sleep(600)"
-    )
+    worker = spawn("import json, sys, time; print(json.dumps({'event': 'hello'}), flush=True); time.sleep(600)")
     assert worker.event(10)["event"] == "hello"
     with pytest.raises(WorkerTimeout):
         worker.event(0.2)
@@ -88,9 +86,7 @@ def test_events_timeout_and_death(spawn):
 
 
 def test_garbage_on_the_protocol_is_ignored(spawn):
-    worker = spawn(
-        "import sys; print('not json'); print('[1, 2]'); print('{\"event\": \"ok\"}'); sys.stdout.flush()"
-    )
+    worker = spawn("import sys; print('not json'); print('[1, 2]'); print('{\"event\": \"ok\"}'); sys.stdout.flush()")
     assert worker.event(10)["event"] == "ok"
     with pytest.raises(WorkerGone, match="exited with code 0"):
         worker.event(10)

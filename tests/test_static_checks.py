@@ -65,9 +65,7 @@ def test_streams_in_python_and_cuda():
     assert "creates_streams" in codes(candidate("side_stream.py"))
     cuda = 'src = """\ncudaStream_t s; cudaStreamCreate(&s);\n"""\nclass ModelNew: pass\n'
     assert "creates_streams" in codes(cuda)
-    commented = (
-        'src = """\n// cudaStreamCreate is not used here\n__global__ void k() {}\n"""\nclass ModelNew: pass\n'
-    )
+    commented = 'src = """\n// cudaStreamCreate is not used here\n__global__ void k() {}\n"""\nclass ModelNew: pass\n'
     assert "creates_streams" not in codes(commented)
 
 

@@ -16,9 +16,10 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
+
+from kevin_tui.processes import kill_process_group
 
 SECRET_NAME = re.compile(
     r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE|_PAT$|^PAT_",
@@ -167,23 +168,7 @@ class WorkerProcess:
 
     def kill(self) -> None:
         """SIGTERM the whole process group, then SIGKILL whatever is left."""
-        try:
-            pgid = os.getpgid(self.proc.pid)
-        except ProcessLookupError:
-            pgid = self.proc.pid
-        for sig, grace in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, 5.0)):
-            try:
-                os.killpg(pgid, sig)
-            except ProcessLookupError:
-                break
-            deadline = time.monotonic() + grace
-            while time.monotonic() < deadline and _group_alive(pgid):
-                self.proc.poll()  # reap our direct child so it stops counting as alive
-                time.sleep(0.05)
-            if not _group_alive(pgid):
-                break
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=5)
+        kill_process_group(self.proc, KILL_GRACE_S)
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
                 stream.close()
@@ -194,16 +179,6 @@ class WorkerProcess:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
         self.kill()
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _package_root_path(env: dict[str, str]) -> str:

@@ -39,6 +39,7 @@ class StreamEnd:
     finish_reason: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    think_unclosed: bool = False  # reasoning was assumed open (QwQ template) but `</think>` never came
 
 
 @dataclass
@@ -55,6 +56,15 @@ class Reply:
             self.reasoning += delta.text
         else:
             self.answer += delta.text
+
+    def finish(self, end: StreamEnd) -> None:
+        """Close the reply. A model that stopped by itself without ever closing a think block it was
+        assumed to be in (a model without think tags) wrote its answer, not reasoning. Cut off at
+        the token limit, it stays reasoning: drafts in a chain of thought are not answers."""
+        self.end = end
+        self.complete = True
+        if end.think_unclosed and end.finish_reason == "stop" and not self.answer:
+            self.answer, self.reasoning = self.reasoning, ""
 
 
 class Backend(Protocol):
@@ -77,8 +87,7 @@ async def collect(stream: AsyncIterator[Delta | StreamEnd]) -> Reply:
     reply = Reply()
     async for item in stream:
         if isinstance(item, StreamEnd):
-            reply.end = item
-            reply.complete = True
+            reply.finish(item)
         else:
             reply.add(item)
     return reply

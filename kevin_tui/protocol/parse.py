@@ -50,6 +50,7 @@ def parse_reply(answer: str) -> ParsedReply:
 
 
 def excerpt_summary(reasoning: str, chars: int = 400) -> str:
-    """A fallback summary when the model gave none: the end of its reasoning, trimmed, never all of it."""
-    tail = " ".join(reasoning.split())[-chars:]
+    """A fallback summary when the model gave none: the end of its reasoning, at most a third of it."""
+    flat = " ".join(reasoning.split())
+    tail = flat[-min(chars, len(flat) // 3) :] if len(flat) >= 3 else ""
     return ("... " + tail) if tail else "(no summary)"

@@ -1,0 +1,121 @@
+"""Any OpenAI-compatible server: a remote `vllm serve` (tensor/pipeline parallel), SGLang,
+`transformers serve`, or the vLLM server kevin-tui manages itself.
+
+The API key comes from an environment variable (KEVIN_TUI_API_KEY, else OPENAI_API_KEY) and is
+never logged, saved or shown.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+from kevin_tui.models.base import BackendError, Delta, Sampling, StreamEnd
+from kevin_tui.models.think import ThinkSplitter
+
+API_KEY_VARIABLES = ("KEVIN_TUI_API_KEY", "OPENAI_API_KEY")
+
+
+def api_base(server: str) -> str:
+    server = server.rstrip("/")
+    return server if server.endswith("/v1") else f"{server}/v1"
+
+
+def api_key() -> str:
+    for name in API_KEY_VARIABLES:
+        if value := os.environ.get(name):
+            return value
+    return "not-needed"  # local servers ignore it; the client library insists on one
+
+
+def _reasoning_of(delta: Any) -> str | None:
+    extra = getattr(delta, "model_extra", None) or {}
+    return getattr(delta, "reasoning_content", None) or extra.get("reasoning_content") or extra.get("reasoning")
+
+
+class OpenAIBackend:
+    name = "openai"
+
+    def __init__(self, server: str, model: str, starts_in_reasoning: bool = True, timeout_s: float = 600.0) -> None:
+        try:
+            import openai
+        except ImportError:
+            raise BackendError("the openai package is missing: pip install openai") from None
+        self.server = server
+        self.model = model
+        self.starts_in_reasoning = starts_in_reasoning
+        self._openai = openai
+        self.client = openai.AsyncOpenAI(base_url=api_base(server), api_key=api_key(), timeout=timeout_s, max_retries=0)
+
+    def _error(self, exc: Exception) -> BackendError:
+        openai = self._openai
+        if isinstance(exc, openai.APIConnectionError):
+            return BackendError(f"cannot reach the model server at {self.server}: {exc.__cause__ or exc}")
+        if isinstance(exc, openai.NotFoundError):
+            return BackendError(f"the server at {self.server} does not serve model {self.model!r} ({exc.message})")
+        if isinstance(exc, openai.APIStatusError):
+            return BackendError(f"the server at {self.server} answered {exc.status_code}: {exc.message}")
+        return BackendError(f"the stream from {self.server} broke off: {type(exc).__name__}: {exc}")
+
+    async def stream(self, messages: list[dict[str, str]], sampling: Sampling) -> AsyncIterator[Delta | StreamEnd]:
+        splitter = ThinkSplitter(self.starts_in_reasoning)
+        end = StreamEnd()
+        kwargs: dict[str, Any] = {"seed": sampling.seed} if sampling.seed is not None else {}
+        try:
+            stream = await self.client.chat.completions.create(
+                model=self.model,
+                messages=messages,
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
+                max_tokens=sampling.max_tokens,
+                stream=True,
+                stream_options={"include_usage": True},
+                **kwargs,
+            )
+        except self._openai.OpenAIError as exc:
+            raise self._error(exc) from None
+        saw_reasoning_field = False
+        try:
+            async for chunk in stream:
+                if chunk.usage is not None:
+                    end.prompt_tokens = chunk.usage.prompt_tokens
+                    end.completion_tokens = chunk.usage.completion_tokens
+                for choice in chunk.choices[:1]:
+                    if reasoning := _reasoning_of(choice.delta):
+                        saw_reasoning_field = True
+                        yield Delta("reasoning", reasoning)
+                    if content := choice.delta.content:
+                        if saw_reasoning_field:  # the server already split reasoning off
+                            yield Delta("answer", content)
+                        else:
+                            for delta in splitter.feed(content):
+                                yield delta
+                    if choice.finish_reason:
+                        end.finish_reason = choice.finish_reason
+        except self._openai.OpenAIError as exc:
+            raise self._error(exc) from None
+        except (OSError, RuntimeError) as exc:
+            raise self._error(exc) from None
+        finally:
+            await stream.close()
+        for delta in splitter.flush():
+            yield delta
+        end.think_unclosed = not saw_reasoning_field and self.starts_in_reasoning and not splitter.closed
+        yield end
+
+    def count_tokens(self, text: str) -> int | None:
+        """vLLM's /tokenize endpoint when the server has one; None otherwise."""
+        import httpx
+
+        root = api_base(self.server)[: -len("/v1")]
+        try:
+            response = httpx.post(f"{root}/tokenize", json={"model": self.model, "prompt": text}, timeout=10)
+            if response.status_code == 200:
+                return int(response.json()["count"])
+        except (httpx.HTTPError, KeyError, ValueError):
+            pass
+        return None
+
+    async def aclose(self) -> None:
+        await self.client.close()

@@ -1,0 +1,134 @@
+"""Running `vllm serve` as a managed child process.
+
+Started on demand with the flags Kevin needs, waited for through its /health endpoint with
+progress reported, its output written to a log file (never the terminal), reused when something
+already serves on the port, and stopped on exit unless asked to keep it. Talking to it is the
+OpenAI-compatible backend's job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kevin_tui.models.base import DEFAULT_MODEL, BackendError
+from kevin_tui.processes import kill_process_group
+
+ProgressFn = Callable[[float, str], None]
+
+
+@dataclass
+class VllmConfig:
+    model: str = DEFAULT_MODEL
+    host: str = "127.0.0.1"
+    port: int = 8000
+    max_model_len: int = 32768  # an 8k prompt plus a 16-22k reply
+    # Kevin-32B is ~66 GB in bf16: on one 80-141 GB GPU this leaves room for evaluating kernels.
+    gpu_memory_utilization: float = 0.85
+    tensor_parallel_size: int = 1
+    reasoning_parser: str = "deepseek_r1"  # splits QwQ-style <think> output into reasoning_content
+    executable: str = "vllm"
+    extra_args: list[str] = field(default_factory=list)
+    log_path: Path = Path("vllm-server.log")
+    startup_timeout_s: float = 1800.0
+    keep_running: bool = False
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+def vllm_command(config: VllmConfig) -> list[str]:
+    command = [
+        config.executable, "serve", config.model,
+        "--host", config.host, "--port", str(config.port),
+        "--max-model-len", str(config.max_model_len),
+        "--gpu-memory-utilization", str(config.gpu_memory_utilization),
+        "--reasoning-parser", config.reasoning_parser,
+        "--served-model-name", config.model,
+    ]  # fmt: skip
+    if config.tensor_parallel_size > 1:
+        command += ["--tensor-parallel-size", str(config.tensor_parallel_size)]
+    return command + config.extra_args
+
+
+def vllm_available(executable: str) -> bool:
+    return shutil.which(executable) is not None or (
+        executable == "vllm" and importlib.util.find_spec("vllm") is not None
+    )
+
+
+async def healthy(url: str, timeout_s: float = 2.0) -> bool:
+    import httpx
+
+    try:
+        async with httpx.AsyncClient(timeout=timeout_s) as client:
+            return (await client.get(f"{url}/health")).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _log_tail(path: Path, chars: int = 400) -> str:
+    try:
+        text = path.read_bytes()[-chars:].decode(errors="replace")
+    except OSError:
+        return ""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+class VllmServer:
+    def __init__(self, config: VllmConfig) -> None:
+        self.config = config
+        self.process: subprocess.Popen | None = None
+        self.reused = False
+
+    async def start(self, progress: ProgressFn | None = None) -> str:
+        """Serve the model (or find it already served) and return the server's URL."""
+        progress = progress or (lambda elapsed, line: None)
+        config = self.config
+        if await healthy(config.url):
+            self.reused = True
+            progress(0.0, f"reusing the server already running at {config.url}")
+            return config.url
+        if not vllm_available(config.executable):
+            raise BackendError(
+                "vLLM is not installed: `pip install 'kevin-tui[vllm]'` on a machine with a GPU; or point at a "
+                "running server with --server URL, or run in-process with --backend transformers"
+            )
+        config.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(config.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                vllm_command(config), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )  # fmt: skip
+        started = time.monotonic()
+        while True:
+            elapsed = time.monotonic() - started
+            if self.process.poll() is not None:
+                code = self.process.returncode
+                raise BackendError(
+                    f"vllm serve exited with code {code} after {elapsed:.0f} s: {_log_tail(config.log_path)} "
+                    f"(full log: {config.log_path})"
+                )
+            if await healthy(config.url):
+                progress(elapsed, "ready")
+                return config.url
+            if elapsed > config.startup_timeout_s:
+                await self.stop(force=True)
+                raise BackendError(f"vllm serve was not healthy after {elapsed:.0f} s (log: {config.log_path})")
+            progress(elapsed, _log_tail(config.log_path))
+            await asyncio.sleep(1.0)
+
+    async def stop(self, force: bool = False) -> None:
+        """Stop the server we started (never one we reused), unless it is to be kept."""
+        process = self.process
+        if process is None or (self.config.keep_running and not force):
+            return
+        await asyncio.to_thread(kill_process_group, process, 30.0)
