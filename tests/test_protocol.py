@@ -161,7 +161,7 @@ def test_no_prompt_contains_an_earlier_turns_reasoning(reasonings, with_summary,
         summary = None if parsed.summary else excerpt_summary(marker)
         attempts.append((marker, make_attempt(i + 1, parsed, FEEDBACKS[i % 4], summary)))
         prompt = PromptBuilder(load_templates(), "class Model: pass", budget=budget).build([a for _, a in attempts])
-        for j, (earlier, attempt) in enumerate(attempts):
+        for j, (earlier, _) in enumerate(attempts):
             assert earlier not in prompt.text  # never the whole chain of thought
             if with_summary[j]:
                 assert f"REASONING-{j}-" not in prompt.text  # with a summary, none of it

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from kevin_tui.models.base import BackendError, Delta, Sampling, StreamEnd
+from kevin_tui.models.http import post_json
 from kevin_tui.models.think import ThinkSplitter
 
 API_KEY_VARIABLES = ("KEVIN_TUI_API_KEY", "OPENAI_API_KEY")
@@ -106,16 +107,10 @@ class OpenAIBackend:
 
     def count_tokens(self, text: str) -> int | None:
         """vLLM's /tokenize endpoint when the server has one; None otherwise."""
-        import httpx
-
         root = api_base(self.server)[: -len("/v1")]
-        try:
-            response = httpx.post(f"{root}/tokenize", json={"model": self.model, "prompt": text}, timeout=10)
-            if response.status_code == 200:
-                return int(response.json()["count"])
-        except (httpx.HTTPError, KeyError, ValueError):
-            pass
-        return None
+        answer = post_json(f"{root}/tokenize", {"model": self.model, "prompt": text})
+        count = answer.get("count") if isinstance(answer, dict) else None
+        return int(count) if isinstance(count, int) else None
 
     async def aclose(self) -> None:
         await self.client.close()

@@ -18,8 +18,12 @@ class ThinkSplitter:
         self.in_reasoning = starts_in_reasoning
         self.closed = False
         self.pending = ""
+        self.answer_started = False
 
     def _emit(self, text: str) -> list[Delta]:
+        if not self.in_reasoning and not self.answer_started:
+            text = text.lstrip("\n")  # the newline after </think> belongs to neither part
+            self.answer_started = bool(text)
         return [Delta("reasoning" if self.in_reasoning else "answer", text)] if text else []
 
     def feed(self, text: str) -> list[Delta]:
@@ -43,8 +47,6 @@ class ThinkSplitter:
             if self.in_reasoning:
                 self.closed = True
             self.in_reasoning = not self.in_reasoning
-            if not self.in_reasoning:
-                buffer = buffer.lstrip("\n")
         return out
 
     def flush(self) -> list[Delta]:

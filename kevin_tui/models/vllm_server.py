@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kevin_tui.models.base import DEFAULT_MODEL, BackendError
+from kevin_tui.models.http import get_ok
 from kevin_tui.processes import kill_process_group
 
 ProgressFn = Callable[[float, str], None]
@@ -65,13 +66,7 @@ def vllm_available(executable: str) -> bool:
 
 
 async def healthy(url: str, timeout_s: float = 2.0) -> bool:
-    import httpx
-
-    try:
-        async with httpx.AsyncClient(timeout=timeout_s) as client:
-            return (await client.get(f"{url}/health")).status_code == 200
-    except httpx.HTTPError:
-        return False
+    return await asyncio.to_thread(get_ok, f"{url}/health", timeout_s)
 
 
 def _log_tail(path: Path, chars: int = 400) -> str:

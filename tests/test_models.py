@@ -1,0 +1,308 @@
+"""Backends against real parts: the tiny Qwen2 in-process, `transformers serve` on loopback, and a
+stand-in `vllm` executable (vLLM itself cannot run here)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kevin_tui.models.base import BackendError, Delta, Reply, Sampling, StreamEnd, collect
+from kevin_tui.models.http import get_ok
+from kevin_tui.models.openai_backend import OpenAIBackend
+from kevin_tui.models.think import ThinkSplitter
+from kevin_tui.models.vllm_server import VllmConfig, VllmServer, vllm_command
+from kevin_tui.processes import kill_process_group
+from kevin_tui.protocol.parse import parse_reply
+
+MESSAGES = [{"role": "user", "content": "Write a CUDA kernel for ReLU."}]
+
+
+def split(chunks: list[str], starts_in_reasoning: bool) -> tuple[str, str, bool]:
+    splitter = ThinkSplitter(starts_in_reasoning)
+    reply = Reply()
+    for chunk in chunks:
+        for delta in splitter.feed(chunk):
+            reply.add(delta)
+    for delta in splitter.flush():
+        reply.add(delta)
+    return reply.reasoning, reply.answer, splitter.closed
+
+
+@pytest.mark.parametrize("cut", range(1, 30))
+def test_think_tags_split_anywhere_across_chunks(cut):
+    text = "<think>plan: a < b</think>\n```python\nif a < b: pass\n```"
+    assert split([text[:cut], text[cut:]], starts_in_reasoning=False) == (
+        "plan: a < b", "```python\nif a < b: pass\n```", True)
+
+
+def test_only_the_closing_tag_when_the_template_opened_it():
+    assert split(["I should fuse", " ops.</th", "ink>The answer"], True) == ("I should fuse ops.", "The answer", True)
+
+
+def test_no_tags_at_all():
+    assert split(["just an answer"], False) == ("", "just an answer", False)
+    assert split(["no close ever"], True) == ("no close ever", "", False)
+
+
+def test_a_model_without_think_tags_gets_its_text_as_the_answer():
+    reply = Reply(reasoning="```python\nclass ModelNew: pass\n```")
+    reply.finish(StreamEnd("stop", think_unclosed=True))
+    assert reply.answer.startswith("```python") and reply.reasoning == ""
+    cut = Reply(reasoning="draft ```python")
+    cut.finish(StreamEnd("length", think_unclosed=True))
+    assert cut.answer == "" and cut.reasoning == "draft ```python"
+
+
+# -- transformers, in-process ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def local_backend(tiny_model):
+    from kevin_tui.models.transformers_backend import TransformersBackend
+
+    return TransformersBackend(str(tiny_model), device="cpu")
+
+
+def test_transformers_backend_streams_with_a_token_record(local_backend):
+    items = []
+
+    async def run():
+        async for item in local_backend.stream(MESSAGES, Sampling(max_tokens=24, seed=3)):
+            items.append(item)
+
+    asyncio.run(run())
+    assert isinstance(items[-1], StreamEnd) and all(isinstance(i, Delta) for i in items[:-1])
+    end = items[-1]
+    assert end.prompt_tokens > 0 and 0 < end.completion_tokens <= 24
+    assert end.finish_reason in ("stop", "length")
+    assert len(items) > 2  # arrived in pieces, not at the end
+
+
+def test_transformers_backend_cancels_mid_stream(local_backend):
+    async def run():
+        stream = local_backend.stream(MESSAGES, Sampling(max_tokens=2000, seed=1))
+        seen = 0
+        async for _ in stream:
+            seen += 1
+            if seen == 3:
+                break
+        await stream.aclose()
+
+    started = time.monotonic()
+    asyncio.run(run())
+    assert time.monotonic() - started < 30
+    assert not any(t.name == "kevin-generate" and t.is_alive() for t in threading.enumerate())
+
+
+def test_garbage_from_the_tiny_model_is_a_format_error_not_a_crash(local_backend):
+    reply = asyncio.run(collect(local_backend.stream(MESSAGES, Sampling(max_tokens=40, seed=5))))
+    parsed = parse_reply(reply.answer)
+    assert parsed.code is None and parsed.error
+
+
+def test_a_missing_model_directory_is_a_clear_error(tmp_path):
+    from kevin_tui.models.transformers_backend import TransformersBackend
+
+    with pytest.raises(BackendError, match="cannot load model"):
+        TransformersBackend(str(tmp_path / "nowhere"))
+
+
+# -- transformers serve on loopback, through the openai backend --------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(model: Path, log: Path) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "transformers.cli.transformers", "serve", str(model), "--host", "127.0.0.1",
+             "--port", str(port), "--device", "cpu"],
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text()[-2000:]
+        if get_ok(f"{url}/health", timeout_s=1):
+            return proc, url
+        time.sleep(0.3)
+    kill_process_group(proc)
+    pytest.fail(f"transformers serve did not start: {log.read_text()[-2000:]}")
+
+
+@pytest.fixture(scope="module")
+def served(tiny_model, tmp_path_factory):
+    proc, url = start_server(tiny_model, tmp_path_factory.mktemp("serve") / "serve.log")
+    yield url
+    kill_process_group(proc)
+
+
+def test_openai_backend_streams_from_a_real_server(served, tiny_model):
+    async def run():
+        backend = OpenAIBackend(served, str(tiny_model))
+        try:
+            return await collect(backend.stream(MESSAGES, Sampling(max_tokens=20, seed=2)))
+        finally:
+            await backend.aclose()
+
+    reply = asyncio.run(run())
+    assert reply.complete and reply.end.finish_reason in ("stop", "length")
+    assert reply.reasoning  # transformers serve splits QwQ-style thinking into reasoning_content
+    assert reply.end.completion_tokens is None or reply.end.completion_tokens > 0
+
+
+def test_openai_backend_cancellation_leaves_the_server_usable(served, tiny_model):
+    async def run():
+        backend = OpenAIBackend(served, str(tiny_model))
+        stream = backend.stream(MESSAGES, Sampling(max_tokens=3000, seed=2))
+        async for _ in stream:
+            break
+        await stream.aclose()
+        again = await collect(backend.stream(MESSAGES, Sampling(max_tokens=5, seed=2)))
+        await backend.aclose()
+        return again
+
+    assert asyncio.run(run()).complete
+
+
+def test_a_server_dying_mid_stream_is_a_backend_error(tiny_model, tmp_path):
+    proc, url = start_server(tiny_model, tmp_path / "serve.log")
+
+    async def run():
+        backend = OpenAIBackend(url, str(tiny_model))
+        reply = Reply()
+        try:
+            async for item in backend.stream(MESSAGES, Sampling(max_tokens=5000, seed=2)):
+                if isinstance(item, Delta):
+                    reply.add(item)
+                    if proc.poll() is None:
+                        os.killpg(proc.pid, signal.SIGKILL)
+        finally:
+            await backend.aclose()
+        return reply
+
+    with pytest.raises(BackendError, match=r"broke off|cannot reach"):
+        asyncio.run(run())
+    kill_process_group(proc)
+
+
+def test_an_unreachable_server_is_a_clear_error():
+    backend = OpenAIBackend(f"http://127.0.0.1:{free_port()}", "kevin")
+    with pytest.raises(BackendError, match="cannot reach the model server"):
+        asyncio.run(collect(backend.stream(MESSAGES, Sampling(max_tokens=5))))
+
+
+def test_the_api_key_is_sent_but_never_in_errors(monkeypatch):
+    monkeypatch.setenv("KEVIN_TUI_API_KEY", "sk-secret-value")
+    backend = OpenAIBackend(f"http://127.0.0.1:{free_port()}", "kevin")
+    assert backend.client.api_key == "sk-secret-value"
+    with pytest.raises(BackendError) as caught:
+        asyncio.run(collect(backend.stream(MESSAGES, Sampling(max_tokens=5))))
+    assert "sk-secret-value" not in str(caught.value)
+
+
+# -- the managed vLLM server, with a stand-in executable ----------------------
+
+FAKE_VLLM = r'''#!/usr/bin/env python3
+"""Stands in for `vllm serve`: records its arguments, logs progress, then serves /health."""
+import http.server, json, os, sys, time
+args = sys.argv[1:]
+open(os.environ["FAKE_VLLM_ARGS"], "w").write(json.dumps(args))
+port = int(args[args.index("--port") + 1])
+for step in ("loading weights 10%", "loading weights 100%", "capturing CUDA graphs"):
+    print(step, flush=True)
+    time.sleep(1.2)
+if os.environ.get("FAKE_VLLM_FAIL"):
+    print("torch.OutOfMemoryError: CUDA out of memory", flush=True)
+    sys.exit(1)
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == "/health" else 404)
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", port), Health).serve_forever()
+'''
+
+
+@pytest.fixture
+def fake_vllm(tmp_path, monkeypatch):
+    exe = tmp_path / "vllm"
+    exe.write_text(FAKE_VLLM)
+    exe.chmod(0o755)
+    monkeypatch.setenv("FAKE_VLLM_ARGS", str(tmp_path / "args.json"))
+    return exe
+
+
+def test_vllm_command_has_the_flags_kevin_needs():
+    command = vllm_command(VllmConfig(tensor_parallel_size=4, gpu_memory_utilization=0.8))
+    assert command[:3] == ["vllm", "serve", "cognition-ai/Kevin-32B"]
+    for flag, value in (("--reasoning-parser", "deepseek_r1"), ("--tensor-parallel-size", "4"),
+                        ("--gpu-memory-utilization", "0.8"), ("--max-model-len", "32768")):
+        assert command[command.index(flag) + 1] == value
+
+
+def test_managed_server_starts_reports_progress_logs_to_a_file_and_stops(fake_vllm, tmp_path, capfd):
+    import json
+
+    config = VllmConfig(executable=str(fake_vllm), port=free_port(), log_path=tmp_path / "vllm.log")
+    server = VllmServer(config)
+    progress: list[str] = []
+
+    async def run():
+        url = await server.start(lambda elapsed, line: progress.append(line))
+        assert url == config.url
+        assert await VllmServer(config).start() == config.url  # a second manager reuses it
+        await server.stop()
+
+    asyncio.run(run())
+    assert any("loading weights" in line for line in progress) and progress[-1] == "ready"
+    assert "capturing CUDA graphs" in (tmp_path / "vllm.log").read_text()
+    assert "loading weights" not in capfd.readouterr().out  # never on the terminal
+    assert json.loads((tmp_path / "args.json").read_text())[:2] == ["serve", "cognition-ai/Kevin-32B"]
+    assert server.process.poll() is not None
+
+
+def test_a_server_we_reused_is_not_stopped(fake_vllm, tmp_path):
+    config = VllmConfig(executable=str(fake_vllm), port=free_port(), log_path=tmp_path / "vllm.log")
+    owner = VllmServer(config)
+
+    async def run():
+        await owner.start()
+        guest = VllmServer(config)
+        await guest.start()
+        assert guest.reused and guest.process is None
+        await guest.stop()
+        from kevin_tui.models.vllm_server import healthy
+
+        assert await healthy(config.url)
+        await owner.stop()
+
+    asyncio.run(run())
+
+
+def test_a_failing_server_start_shows_the_log_line(fake_vllm, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_VLLM_FAIL", "1")
+    config = VllmConfig(executable=str(fake_vllm), port=free_port(), log_path=tmp_path / "vllm.log")
+    with pytest.raises(BackendError, match="out of memory"):
+        asyncio.run(VllmServer(config).start())
+
+
+def test_missing_vllm_points_at_the_alternatives(tmp_path):
+    config = VllmConfig(executable=str(tmp_path / "no-vllm-here"), port=free_port())
+    with pytest.raises(BackendError, match=r"--server URL.*--backend transformers"):
+        asyncio.run(VllmServer(config).start())
