@@ -16,7 +16,9 @@ from kevin_tui.evaluator.verdict import (
     Status,
     Verdict,
 )
+from kevin_tui.models.factory import add_backend_options
 from kevin_tui.problem import ProblemError, load_problem
+from kevin_tui.protocol.prompt import DEFAULT_BUDGET
 from kevin_tui.repo import AcceptInfo, GitProblem, KernelRepo, kernel_file_text, kernel_path_for
 
 EVAL_EPILOG = """\
@@ -182,6 +184,17 @@ def cmd_undo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ask_entry(args: argparse.Namespace) -> int:
+    from kevin_tui.ask import cmd_ask
+
+    try:
+        problem = load_problem(args.problem)
+    except ProblemError as exc:
+        print(f"kevin-tui: {exc}", file=sys.stderr)
+        return EXIT_PROBLEM_UNUSABLE
+    return cmd_ask(args, problem)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kevin-tui", description="Interactive GPU-kernel refinement with Kevin-32B.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -207,6 +220,19 @@ def build_parser() -> argparse.ArgumentParser:
     accept.add_argument("--no-git", action="store_true", help="only write the kernel file")
     accept.add_argument("--git-init", action="store_true", help="create a git repository if there is none")
     p_eval.set_defaults(func=cmd_eval)
+
+    p_ask = sub.add_parser(
+        "ask",
+        help="one turn: prompt Kevin with PROBLEM and stream the reply",
+        description="Build the first-turn prompt for PROBLEM, stream the reasoning (stderr) and the answer "
+        "(stdout), and parse the kernel. The quickest check that a model server works with kevin-tui.",
+    )
+    p_ask.add_argument("problem", help="the reference module (KernelBench form)")
+    add_backend_options(p_ask)
+    p_ask.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="prompt token budget (default 8192)")
+    p_ask.add_argument("--prompts", type=Path, default=None, help="a directory of prompt templates to use")
+    p_ask.add_argument("--save", metavar="FILE", help="write the parsed kernel to FILE")
+    p_ask.set_defaults(func=cmd_ask_entry)
 
     p_undo = sub.add_parser(
         "undo",

@@ -306,3 +306,31 @@ def test_missing_vllm_points_at_the_alternatives(tmp_path):
     config = VllmConfig(executable=str(tmp_path / "no-vllm-here"), port=free_port())
     with pytest.raises(BackendError, match=r"--server URL.*--backend transformers"):
         asyncio.run(VllmServer(config).start())
+
+
+# -- kevin-tui ask: one turn from the command line -----------------------------
+
+
+def run_ask(*args: str) -> subprocess.CompletedProcess:
+    from tests.conftest import RELU
+
+    return subprocess.run([sys.executable, "-m", "kevin_tui", "ask", str(RELU), *args, "--max-tokens", "30",
+                           "--sampling-seed", "1"], capture_output=True, text=True, timeout=300)  # fmt: skip
+
+
+def test_ask_one_turn_from_a_server(served, tiny_model):
+    result = run_ask("--server", served, "--model", str(tiny_model))
+    assert "prompt: " in result.stderr and "of 8192" in result.stderr
+    assert result.returncode == 1 and "format_error:" in result.stderr  # the tiny model writes noise
+    assert "Traceback" not in result.stderr
+
+
+def test_ask_in_process_counts_with_the_local_tokenizer(tiny_model):
+    result = run_ask("--backend", "transformers", "--model", str(tiny_model))
+    assert "(transformers tokenizer)" in result.stderr and "format_error:" in result.stderr
+
+
+def test_ask_with_a_dead_server_says_so():
+    result = run_ask("--server", f"http://127.0.0.1:{free_port()}", "--model", "kevin")
+    assert result.returncode == 1 and "cannot reach the model server" in result.stderr
+    assert "Traceback" not in result.stderr

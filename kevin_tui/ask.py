@@ -1,0 +1,72 @@
+"""`kevin-tui ask PROBLEM`: one turn of the protocol, streamed to the terminal.
+
+It builds the turn-1 prompt, streams Kevin's reasoning (dimmed, on stderr) and answer (stdout),
+parses the kernel and, with --evaluate, judges it. It is the quickest way to check that a model
+server works with kevin-tui; the refinement loop builds on the same parts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from kevin_tui.models.base import Backend, BackendError, Reply, StreamEnd
+from kevin_tui.models.factory import backend_config_from, open_backend
+from kevin_tui.problem import Problem
+from kevin_tui.protocol.parse import parse_reply
+from kevin_tui.protocol.prompt import PromptBuilder, TokenCounter, estimate_tokens
+from kevin_tui.protocol.templates import load_templates
+
+
+def token_counter(backend: Backend) -> tuple[TokenCounter, str]:
+    """The model's own tokenizer (local, or the server's tokenize endpoint), else the estimate."""
+    if backend.count_tokens("probe") is not None:
+        return (lambda text: backend.count_tokens(text) or estimate_tokens(text)), f"{backend.name} tokenizer"
+    return estimate_tokens, "estimate"
+
+
+async def ask(problem: Problem, args: argparse.Namespace) -> tuple[Reply, str]:
+    config = backend_config_from(args)
+    dim = sys.stderr.isatty()
+
+    def progress(elapsed: float, line: str) -> None:
+        print(f"[vllm {elapsed:4.0f} s] {line}", file=sys.stderr)
+
+    async with open_backend(config, progress) as backend:
+        counter, counted_with = token_counter(backend)
+        builder = PromptBuilder(load_templates(args.prompts), problem.source, args.budget, counter, counted_with)
+        prompt = builder.build([])
+        print(f"prompt: {prompt.tokens} tokens ({counted_with}) of {args.budget}", file=sys.stderr)
+        reply = Reply()
+        async for item in backend.stream(prompt.messages, config.sampling):
+            if isinstance(item, StreamEnd):
+                reply.finish(item)
+                continue
+            reply.add(item)
+            if item.kind == "reasoning":
+                print(f"\033[2m{item.text}\033[0m" if dim else item.text, end="", file=sys.stderr, flush=True)
+            else:
+                print(item.text, end="", flush=True)
+        print(file=sys.stderr)
+        return reply, prompt.text
+
+
+def cmd_ask(args: argparse.Namespace, problem: Problem) -> int:
+    try:
+        reply, _ = asyncio.run(ask(problem, args))
+    except BackendError as exc:
+        print(f"kevin-tui: {exc}", file=sys.stderr)
+        return 1
+    end = reply.end
+    print(f"\nfinish: {end.finish_reason}; prompt {end.prompt_tokens} / reply {end.completion_tokens} tokens",
+          file=sys.stderr)  # fmt: skip
+    parsed = parse_reply(reply.answer)
+    if parsed.code is None:
+        print(f"format_error: {parsed.error}", file=sys.stderr)
+        return 1
+    if args.save:
+        Path(args.save).write_text(parsed.code)
+        print(f"kernel written to {args.save}", file=sys.stderr)
+    return 0
