@@ -195,6 +195,38 @@ def cmd_ask_entry(args: argparse.Namespace) -> int:
     return cmd_ask(args, problem)
 
 
+NO_TUI_YET = "the interactive TUI is not built yet: use --headless"
+
+
+def cmd_optimize(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from kevin_tui.headless import run_headless
+
+    if not args.headless:
+        print(f"kevin-tui: {NO_TUI_YET}", file=sys.stderr)
+        return EXIT_PROBLEM_UNUSABLE
+    if not args.problem and not args.resume:
+        print("kevin-tui: optimize needs a problem file (or --resume)", file=sys.stderr)
+        return EXIT_PROBLEM_UNUSABLE
+    return asyncio.run(run_headless(args))
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from kevin_tui.headless import cmd_replay_headless
+
+    if not args.headless and not args.json:
+        print(f"kevin-tui: {NO_TUI_YET}", file=sys.stderr)
+        return EXIT_PROBLEM_UNUSABLE
+    return cmd_replay_headless(args)
+
+
+def cmd_sessions_entry(args: argparse.Namespace) -> int:
+    from kevin_tui.headless import cmd_sessions
+
+    return cmd_sessions(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kevin-tui", description="Interactive GPU-kernel refinement with Kevin-32B.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -233,6 +265,54 @@ def build_parser() -> argparse.ArgumentParser:
     p_ask.add_argument("--prompts", type=Path, default=None, help="a directory of prompt templates to use")
     p_ask.add_argument("--save", metavar="FILE", help="write the parsed kernel to FILE")
     p_ask.set_defaults(func=cmd_ask_entry)
+
+    p_opt = sub.add_parser(
+        "optimize",
+        help="refine a kernel for PROBLEM turn by turn (--headless: without the TUI)",
+        description="Kevin proposes, kevin-tui builds, checks and times, and the history feeds the next turn. "
+        "Every step is saved to a session file as it happens.",
+    )
+    p_opt.add_argument("problem", nargs="?", help="the reference module (KernelBench form)")
+    p_opt.add_argument("--headless", action="store_true", help="run --turns turns without asking anything")
+    p_opt.add_argument("--turns", type=positive_int, default=8)
+    p_opt.add_argument("--candidates", type=positive_int, default=1, help="replies sampled per turn; the best goes on")
+    p_opt.add_argument(
+        "--trajectories",
+        type=positive_int,
+        default=1,
+        help="independent chains refined side by side (Kevin's evaluation ran 16)",
+    )
+    p_opt.add_argument("--note", action="append", help="a note for the next turn (repeat for later turns)")
+    p_opt.add_argument("--resume", metavar="ID", help="continue a session: its id, 'last', or its file")
+    p_opt.add_argument("--sessions-dir", default="sessions", help="where sessions are saved (default: sessions/)")
+    p_opt.add_argument("--json", action="store_true", help="headless: one JSON object per turn")
+    p_opt.add_argument("--accept", choices=["best"], help="headless: commit the best correct kernel at the end")
+    p_opt.add_argument("--git-init", action="store_true", help="with --accept: create a git repository if needed")
+    p_opt.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="prompt token budget (default 8192)")
+    p_opt.add_argument("--prompts", type=Path, default=None, help="a directory of prompt templates to use")
+    p_opt.add_argument(
+        "--device",
+        "--eval-device",
+        dest="device",
+        default="auto",
+        help="where kernels are checked and timed: auto, cpu, cuda[:N] (cuda:1 keeps them off the model's GPU)",
+    )
+    p_opt.add_argument("--trials", type=positive_int, default=5)
+    p_opt.add_argument("--timeout", type=positive_float, default=60.0)
+    add_backend_options(p_opt)
+    p_opt.set_defaults(func=cmd_optimize)
+
+    p_replay = sub.add_parser("replay", help="walk through a saved session (no model, no GPU needed)")
+    p_replay.add_argument("file", help="a session file (sessions/<id>.jsonl)")
+    p_replay.add_argument("--headless", action="store_true", help="print the turns instead of opening the TUI")
+    p_replay.add_argument("--json", action="store_true", help="one JSON object per turn")
+    p_replay.add_argument("--reeval", action="store_true", help="re-run every kernel here; old and new side by side")
+    p_replay.add_argument("--device", default="auto")
+    p_replay.set_defaults(func=cmd_replay)
+
+    p_sessions = sub.add_parser("sessions", help="list saved sessions")
+    p_sessions.add_argument("--sessions-dir", default="sessions")
+    p_sessions.set_defaults(func=cmd_sessions_entry)
 
     p_undo = sub.add_parser(
         "undo",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,14 @@ def test_build_timeout_kills_nvcc_and_ninja(relu_problem, build_cache):
     assert verdict.status is Status.TIMEOUT and "build phase" in verdict.message
     survivors = subprocess.run(["pgrep", "-f", "relu_timeout_probe"], capture_output=True, text=True).stdout
     assert survivors.strip() == "", f"build processes survived: {survivors}"
+
+
+def test_prebuild_builds_candidates_in_parallel_then_evaluation_finds_them_built(relu_cpu):
+    sources = [candidate("relu_cpp.py").replace("relu_ext", f"relu_prebuilt_{i}") for i in range(2)]
+    started = time.monotonic()
+    relu_cpu.prebuild(sources, parallel=2)
+    prebuild_s = time.monotonic() - started
+    verdicts = [relu_cpu.evaluate(source) for source in sources]
+    assert all(v.status is Status.CORRECT for v in verdicts), [v.message for v in verdicts]
+    assert all(v.details["builds"][0]["cached"] for v in verdicts)
+    assert prebuild_s < 600

@@ -41,7 +41,10 @@ def split(chunks: list[str], starts_in_reasoning: bool) -> tuple[str, str, bool]
 def test_think_tags_split_anywhere_across_chunks(cut):
     text = "<think>plan: a < b</think>\n```python\nif a < b: pass\n```"
     assert split([text[:cut], text[cut:]], starts_in_reasoning=False) == (
-        "plan: a < b", "```python\nif a < b: pass\n```", True)
+        "plan: a < b",
+        "```python\nif a < b: pass\n```",
+        True,
+    )
 
 
 def test_only_the_closing_tag_when_the_template_opened_it():
@@ -251,8 +254,12 @@ def fake_vllm(tmp_path, monkeypatch):
 def test_vllm_command_has_the_flags_kevin_needs():
     command = vllm_command(VllmConfig(tensor_parallel_size=4, gpu_memory_utilization=0.8))
     assert command[:3] == ["vllm", "serve", "cognition-ai/Kevin-32B"]
-    for flag, value in (("--reasoning-parser", "deepseek_r1"), ("--tensor-parallel-size", "4"),
-                        ("--gpu-memory-utilization", "0.8"), ("--max-model-len", "32768")):
+    for flag, value in (
+        ("--reasoning-parser", "deepseek_r1"),
+        ("--tensor-parallel-size", "4"),
+        ("--gpu-memory-utilization", "0.8"),
+        ("--max-model-len", "32768"),
+    ):
         assert command[command.index(flag) + 1] == value
 
 

@@ -173,6 +173,9 @@ class CandidateRun:
 
     def run(self) -> None:
         problem, model_new, identity = self.load()
+        if self.request.get("build_only"):
+            self.channel.emit("built", builds=self.tracker.summary())
+            return
         inputs = torch.load(self.request["inputs_path"], weights_only=False)
         model, reference = self.construct(problem, model_new, inputs)
         self.verify_untouched(identity, None, "after construction")

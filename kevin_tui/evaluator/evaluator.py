@@ -15,6 +15,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -215,11 +216,10 @@ class Evaluator:
             spare[0].kill()
         return self._spawn_candidate_worker()
 
-    def _run_candidate(self, source: str, ready: dict[str, Any]) -> Verdict:
-        worker, scratch = self._take_candidate_worker()
+    def _request(self, source: str, scratch: Path, ready: dict[str, Any], build_only: bool = False) -> dict[str, Any]:
         path = scratch / "candidate.py"
         path.write_text(source)
-        request = {
+        return {
             "problem_path": str(self.problem.path.resolve()),
             "candidate_path": str(path),
             "inputs_path": ready["inputs_path"],
@@ -228,9 +228,33 @@ class Evaluator:
             "scratch": str(scratch),
             "build_root": str(self.options.cache_dir / "builds"),
             "reference_mutates_inputs": ready["reference_mutates_inputs"],
+            "build_only": build_only,
         }
+
+    def prebuild(self, sources: list[str], parallel: int | None = None) -> None:
+        """Build several candidates' extensions at once (bounded by CPU cores), so that evaluating
+        them one at a time, as the GPU requires, finds them built. Failures are left for evaluate()."""
+        ready = self.reference_ready()
+        parallel = parallel or max(1, (os.cpu_count() or 2) // 2)
+        with ThreadPoolExecutor(parallel, thread_name_prefix="kevin-prebuild") as pool:
+            list(pool.map(lambda source: self._build_only(source, ready), sources))
+
+    def _build_only(self, source: str, ready: dict[str, Any]) -> None:
+        worker, scratch = self._spawn_candidate_worker()
+        worker.send(self._request(source, scratch, ready, build_only=True))
+        deadline = time.monotonic() + self.options.build_timeout_s
+        try:
+            while worker.event(max(0.0, deadline - time.monotonic()))["event"] == "phase":
+                continue
+        except (WorkerTimeout, WorkerGone):
+            pass
+        finally:
+            worker.kill()
+
+    def _run_candidate(self, source: str, ready: dict[str, Any]) -> Verdict:
+        worker, scratch = self._take_candidate_worker()
         self.last_log = worker.log_path
-        worker.send(request)
+        worker.send(self._request(source, scratch, ready))
         try:
             return _CandidateSession(self, worker).drive()
         finally:

@@ -24,7 +24,7 @@ from kevin_tui.models.base import (
 )
 from kevin_tui.models.vllm_server import ProgressFn, VllmConfig, VllmServer
 
-BACKENDS = ("auto", "vllm", "openai", "transformers")
+BACKENDS = ("auto", "vllm", "openai", "transformers", "scripted")
 
 
 @dataclass
@@ -39,6 +39,8 @@ class BackendConfig:
     port: int = 8000
     keep_server: bool = False
     log_dir: Path = Path(".")
+    script: Path | None = None
+    script_rate: float = 0.0
 
     def resolved_backend(self) -> str:
         if self.backend != "auto":
@@ -62,6 +64,8 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--gpu-memory-utilization", type=float, default=0.85, help="vllm: fraction of GPU memory")
     group.add_argument("--port", type=int, default=8000, help="vllm: port of the managed server")
     group.add_argument("--keep-server", action="store_true", help="vllm: leave the server running on exit")
+    group.add_argument("--script", type=Path, help="scripted: a JSON list of {reasoning, answer} replies to replay")
+    group.add_argument("--script-rate", type=float, default=0.0, help="scripted: chunks per second (0: at once)")
 
 
 def backend_config_from(args: argparse.Namespace) -> BackendConfig:
@@ -74,6 +78,8 @@ def backend_config_from(args: argparse.Namespace) -> BackendConfig:
         gpu_memory_utilization=args.gpu_memory_utilization,
         port=args.port,
         keep_server=args.keep_server,
+        script=args.script,
+        script_rate=args.script_rate,
     )
 
 
@@ -81,6 +87,13 @@ def backend_config_from(args: argparse.Namespace) -> BackendConfig:
 async def open_backend(config: BackendConfig, progress: ProgressFn | None = None) -> AsyncIterator[Backend]:
     """The configured backend, ready to stream; a managed vLLM server is stopped on exit."""
     kind = config.resolved_backend()
+    if kind == "scripted":
+        from kevin_tui.models.scripted import ScriptedBackend
+
+        if config.script is None:
+            raise BackendError("--backend scripted needs --script FILE")
+        yield ScriptedBackend(config.script, config.script_rate)
+        return
     if kind == "transformers":
         from kevin_tui.models.transformers_backend import TransformersBackend
 

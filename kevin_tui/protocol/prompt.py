@@ -36,8 +36,12 @@ class Attempt:
     edited_by_user: bool = False
 
     @property
+    def correct(self) -> bool:
+        return self.feedback.status == "correct"
+
+    @property
     def correct_speedup(self) -> float | None:
-        return self.feedback.speedup if self.feedback.status == "correct" else None
+        return self.feedback.speedup if self.correct else None
 
 
 @dataclass
@@ -55,7 +59,8 @@ class Prompt:
 
 
 def best_attempt(attempts: list[Attempt]) -> Attempt | None:
-    correct = [a for a in attempts if a.correct_speedup is not None]
+    """The fastest correct attempt (a correct one that was not timed counts as 0x)."""
+    correct = [a for a in attempts if a.correct]
     return max(correct, key=lambda a: a.correct_speedup or 0.0) if correct else None
 
 

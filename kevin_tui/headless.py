@@ -1,0 +1,267 @@
+"""Headless mode: run N turns without asking anything, one line (or JSON object) per finished turn.
+
+Also `replay --headless` (the same per-turn lines from a saved session, optionally re-evaluated
+here) and `sessions` (the list). Nothing here decides anything the loop does not: headless picks
+the fastest correct candidate of each turn, as a user would by default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import sys
+import tempfile
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from kevin_tui import __version__
+from kevin_tui.evaluator import EnvironmentProblem, EvalOptions, Evaluator
+from kevin_tui.loop import Agent, LoopConfig, Turn
+from kevin_tui.models.base import BackendError
+from kevin_tui.models.factory import backend_config_from, open_backend
+from kevin_tui.problem import Problem, ProblemError, load_problem, parse_problem_source
+from kevin_tui.protocol.prompt import Attempt, PromptBuilder, best_attempt
+from kevin_tui.protocol.templates import load_templates
+from kevin_tui.repo import AcceptInfo, GitProblem, KernelRepo, kernel_path_for
+from kevin_tui.session import Session, SessionError, SessionWriter, find_session, load_session, new_session_id
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def turn_record(turn: int, candidate: int | None, status: str, speedup: float | None, message: str) -> dict:
+    return {"turn": turn, "candidate": candidate, "status": status, "speedup": speedup, "message": message}
+
+
+def print_turn(record: dict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(record), flush=True)
+        return
+    speed = f" {record['speedup']:.2f}x" if record.get("speedup") else ""
+    which = f" (candidate {record['candidate'] + 1})" if record.get("candidate") else ""
+    print(f"turn {record['turn']}: {record['status']}{speed}{which}: {record['message']}", flush=True)
+
+
+def session_header(problem: Problem, args: argparse.Namespace, backend: Any, templates_version: str, env: dict) -> dict:
+    return {
+        "id": args.session_id,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "problem": {"path": str(problem.path), "sha256": problem.sha256, "source": problem.source},
+        "model": backend.model,
+        "backend": backend.name,
+        "sampling": asdict(backend_config_from(args).sampling),
+        "prompts_version": templates_version,
+        "budget": args.budget,
+        "candidates": args.candidates,
+        "trajectories": args.trajectories,
+        "machine": {**env, "python": platform.python_version(), "kevin_tui": __version__},
+    }
+
+
+def eval_options_from(args: argparse.Namespace) -> EvalOptions:
+    return EvalOptions(device=args.device, trials=args.trials, timeout_s=args.timeout)
+
+
+async def run_headless(args: argparse.Namespace) -> int:
+    sessions_dir = Path(args.sessions_dir)
+    resumed: Session | None = None
+    if args.resume:
+        try:
+            resumed = load_session(find_session(sessions_dir, args.resume))
+        except SessionError as exc:
+            print(f"kevin-tui: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        if resumed.warning:
+            print(f"kevin-tui: {resumed.warning}", file=sys.stderr)
+        problem = parse_problem_source(resumed.header["problem"]["source"], Path(resumed.header["problem"]["path"]))
+        args.session_id = resumed.id
+    else:
+        try:
+            problem = load_problem(args.problem)
+        except ProblemError as exc:
+            print(f"kevin-tui: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        args.session_id = new_session_id()
+    templates = load_templates(args.prompts)
+    path = resumed.path if resumed else sessions_dir / f"{args.session_id}.jsonl"
+    with Evaluator(problem, eval_options_from(args)) as evaluator:
+        try:
+            environment = evaluator.environment  # runs the reference: a broken problem fails here, before the model
+        except ProblemError as exc:
+            print(f"kevin-tui: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except EnvironmentProblem as exc:
+            print(f"kevin-tui: cannot evaluate here: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            async with open_backend(backend_config_from(args), _vllm_progress) as backend:
+                header = None if resumed else session_header(problem, args, backend, templates.version, environment)
+                writer = SessionWriter(path, header)
+                print(f"session: {path}", file=sys.stderr)
+                try:
+                    return await _turns(args, problem, backend, evaluator, templates, writer, resumed)
+                finally:
+                    writer.close()
+        except BackendError as exc:
+            print(f"kevin-tui: {exc}", file=sys.stderr)
+            if path.exists():
+                print(
+                    f"kevin-tui: the session is saved: {path} (continue with --resume {args.session_id})",
+                    file=sys.stderr,
+                )
+            return EXIT_FAILED
+
+
+def _vllm_progress(elapsed: float, line: str) -> None:
+    print(f"[vllm {elapsed:4.0f} s] {line}", file=sys.stderr)
+
+
+async def _turns(args, problem, backend, evaluator, templates, writer, resumed) -> int:
+    builder = PromptBuilder(templates, problem.source, args.budget)
+    config = LoopConfig(candidates=args.candidates, budget=args.budget, sampling=backend_config_from(args).sampling)
+    trajectories = resumed.header.get("trajectories", 1) if resumed else args.trajectories
+    agents = [Agent(builder, backend, evaluator, templates, writer, config, trajectory=t) for t in range(trajectories)]
+    if resumed:
+        for agent in agents:
+            agent.restore(resumed)
+        writer.write("resume", turn=agents[0].next_number)
+    notes = list(args.note or [])
+    try:
+        for _ in range(args.turns):
+            note = notes.pop(0) if notes else None
+            # All trajectories generate at once; kernels are then checked and timed one at a time,
+            # never while a generation is running on the same GPU.
+            turns = await asyncio.gather(*(agent.generate_turn(note) for agent in agents))
+            for agent, turn in zip(agents, turns, strict=True):
+                await agent.evaluate_turn(turn)
+                if turn.candidates:
+                    best = turn.ranked()[0]
+                    agent.choose(turn, best.index)
+                    print_turn(_record_for(turn, best.index, agent.trajectory, trajectories), args.json)
+    except asyncio.CancelledError:
+        writer.write("stop", reason="interrupted")
+        print(f"\nkevin-tui: interrupted; the session is saved: {writer.path}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    best = best_attempt([a.best for a in agents if a.best is not None])
+    if args.accept == "best" and best is not None:
+        _accept_best(best, agents[0], problem, writer, args)
+    writer.write("end", turns=args.turns, best_speedup=best.correct_speedup if best else None)
+    return EXIT_OK
+
+
+def _record_for(turn: Turn, index: int, trajectory: int, trajectories: int) -> dict:
+    candidate = turn.candidates[index]
+    message = candidate.verdict.message if candidate.verdict else candidate.status
+    record = turn_record(turn.number, index, candidate.status, candidate.speedup, message)
+    if trajectories > 1:
+        record["trajectory"] = trajectory
+    return record
+
+
+def _accept_best(
+    best: Attempt, agent: Agent, problem: Problem, writer: SessionWriter, args: argparse.Namespace
+) -> None:
+    info = AcceptInfo(
+        module=problem.path.stem,
+        speedup=best.correct_speedup,
+        device=agent.evaluator.device,
+        model=agent.backend.model,
+        session_id=args.session_id,
+        turn=best.number,
+    )
+    path = kernel_path_for(problem.path)
+    try:
+        result = KernelRepo.find(path, init=args.git_init).accept_kernel(path, best.code or "", info)
+    except GitProblem as exc:
+        writer.write("accept", turn=best.number, commit=None, error=str(exc))
+        print(f"kevin-tui: not accepted: {exc} (the kernel is in the session)", file=sys.stderr)
+        return
+    writer.write("accept", turn=best.number, commit=result.commit, path=str(path))
+    print(f"accepted turn {best.number}: {result.commit[:10]} {path}", file=sys.stderr)
+
+
+def replay_records(session: Session) -> list[dict]:
+    """One record per turn: the chosen attempt's verdict, as headless printed it."""
+    verdicts = {
+        (e.get("trajectory", 0), e["turn"], e["candidate"]): e["verdict"] for e in session.of_type("evaluation")
+    }
+    several = session.header.get("trajectories", 1) > 1
+    records = []
+    for attempt in session.of_type("attempt"):
+        trajectory = attempt.get("trajectory", 0)
+        verdict = verdicts.get((trajectory, attempt["turn"], attempt["candidate"]), {})
+        record = turn_record(
+            attempt["turn"],
+            attempt["candidate"],
+            verdict.get("status", "?"),
+            verdict.get("speedup"),
+            verdict.get("message", ""),
+        )
+        if several:
+            record["trajectory"] = trajectory
+        records.append(record)
+    return records
+
+
+def cmd_replay_headless(args: argparse.Namespace) -> int:
+    try:
+        session = load_session(Path(args.file))
+    except SessionError as exc:
+        print(f"kevin-tui: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if session.warning:
+        print(f"kevin-tui: {session.warning}", file=sys.stderr)
+    records = replay_records(session)
+    if args.reeval:
+        source = session.header["problem"]["source"]
+        code = {(a.get("trajectory", 0), a["turn"]): a["code"] for a in session.of_type("attempt")}
+        with tempfile.TemporaryDirectory(prefix="kevin-replay-") as tmp:
+            problem = parse_problem_source(source, Path(tmp) / Path(session.header["problem"]["path"]).name)
+            problem.path.write_text(source)  # the reference as recorded, for the workers to import
+            with Evaluator(problem, EvalOptions(device=args.device)) as evaluator:
+                for record in records:
+                    source = code.get((record.get("trajectory", 0), record["turn"]))
+                    new = evaluator.evaluate(source) if source else None
+                    record["reeval"] = {
+                        "status": new.status.value if new else "format_error",
+                        "speedup": new.speedup if new else None,
+                        "device": new.device if new else None,
+                    }
+                    _print_replay(record, args.json)
+        return EXIT_OK
+    for record in records:
+        _print_replay(record, args.json)
+    return EXIT_OK
+
+
+def _print_replay(record: dict, as_json: bool) -> None:
+    if as_json or "reeval" not in record:
+        print_turn(record, as_json)
+        return
+    new = record["reeval"]
+    old_speed = f"{record['speedup']:.2f}x" if record.get("speedup") else "-"
+    new_speed = f"{new['speedup']:.2f}x" if new.get("speedup") else "-"
+    print(f"turn {record['turn']}: recorded {record['status']} {old_speed} | here {new['status']} {new_speed}")
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    directory = Path(args.sessions_dir)
+    files = sorted(directory.glob("*.jsonl"))
+    if not files:
+        print(f"no sessions in {directory}")
+        return EXIT_OK
+    print(f"{'session':<24} {'date':<20} {'problem':<32} {'turns':>5} {'best':>7} state")
+    for path in files:
+        try:
+            session = load_session(path)
+        except SessionError as exc:
+            print(f"{path.stem:<24} unreadable: {exc}")
+            continue
+        best = f"{session.best_speedup:.2f}x" if session.best_speedup else "-"
+        problem = Path(session.header["problem"]["path"]).name
+        created = session.header.get("created", "")[:19].replace("T", " ")
+        print(f"{session.id:<24} {created:<20} {problem:<32} {session.turns:>5} {best:>7} {session.state}")
+    return EXIT_OK

@@ -1,0 +1,223 @@
+"""The refinement loop end to end on the CPU: scripted replies and a real server, real evaluation,
+sessions written as it goes, killed, reloaded, resumed and replayed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kevin_tui.session import load_session
+from tests.conftest import PROBLEMS, RELU, candidate
+
+THINKING = "Let me think about memory coalescing. SECRET-CHAIN-OF-THOUGHT " * 20
+
+
+def reply(code_file: str | None, summary: str = "Clamped negatives to zero in one pass.") -> dict:
+    if code_file is None:
+        return {"reasoning": THINKING, "answer": "I would write a kernel here."}
+    return {"reasoning": THINKING, "answer": f"```python\n{candidate(code_file)}```\n{summary}"}
+
+
+@pytest.fixture
+def script(tmp_path):
+    def write(*replies: dict) -> Path:
+        path = tmp_path / "script.json"
+        path.write_text(json.dumps(list(replies)))
+        return path
+
+    return write
+
+
+REPO_PATH = {"PYTHONPATH": str(Path(__file__).parents[1])}  # this checkout's kevin_tui, from any cwd
+
+
+def optimize(tmp_path: Path, *args: str, problem: Path = RELU, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "kevin_tui", "optimize", str(problem), "--headless", "--device", "cpu",
+         "--sessions-dir", str(tmp_path / "sessions"), *args],
+        capture_output=True, text=True, timeout=timeout, cwd=tmp_path, env={**os.environ, **REPO_PATH},
+    )  # fmt: skip
+
+
+def json_lines(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def only_session(tmp_path: Path):
+    (path,) = (tmp_path / "sessions").glob("*.jsonl")
+    return load_session(path)
+
+
+def test_three_turns_with_scripted_replies(tmp_path, script, build_cache, monkeypatch):
+    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+    replies = script(reply(None), reply("slightly_wrong.py"), reply("relu_torch.py"))
+    result = optimize(tmp_path, "--turns", "3", "--json", "--backend", "scripted", "--script", str(replies))
+    assert result.returncode == 0, result.stderr
+    turns = json_lines(result.stdout)
+    assert [t["status"] for t in turns] == ["format_error", "incorrect", "correct"]
+    assert [t["turn"] for t in turns] == [1, 2, 3] and turns[2]["speedup"] > 0
+    session = only_session(tmp_path)
+    assert session.header["problem"]["sha256"] and session.header["backend"] == "scripted"
+    assert session.state == "finished" and session.best_speedup == turns[2]["speedup"]
+    prompts = [e["text"] for e in session.of_type("prompt")]
+    assert "Your answer could not be used: the reply has no code block" in prompts[1]
+    assert "The code ran but its output is wrong" in prompts[2]
+    assert all("SECRET-CHAIN-OF-THOUGHT" not in p for p in prompts)  # reasoning is saved, never resent
+    assert "SECRET-CHAIN-OF-THOUGHT" in session.of_type("reply")[0]["reasoning"]
+
+    replay = subprocess.run([sys.executable, "-m", "kevin_tui", "replay", str(session.path), "--headless", "--json"],
+                            capture_output=True, text=True)  # fmt: skip
+    assert json_lines(replay.stdout) == turns
+
+    listing = subprocess.run([sys.executable, "-m", "kevin_tui", "sessions", "--sessions-dir",
+                              str(tmp_path / "sessions")], capture_output=True, text=True)  # fmt: skip
+    assert session.id in listing.stdout and "19_ReLU.py" in listing.stdout and "finished" in listing.stdout
+
+
+def test_notes_and_resume_continue_the_history(tmp_path, script, build_cache, monkeypatch):
+    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+    replies = script(reply("slightly_wrong.py"), reply("relu_torch.py"))
+    first = optimize(tmp_path, "--turns", "1", "--backend", "scripted", "--script", str(replies))
+    assert first.returncode == 0 and first.stdout.startswith("turn 1: incorrect")
+    second = optimize(tmp_path, "--turns", "1", "--resume", "last", "--note", "Use a grid-stride loop.",
+                      "--backend", "scripted", "--script", str(replies))  # fmt: skip
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.startswith("turn 2:")
+    session = only_session(tmp_path)
+    last_prompt = session.of_type("prompt")[-1]["text"]
+    assert (
+        "### Attempt 1" in last_prompt
+        and "A note from the user for this attempt: Use a grid-stride loop." in last_prompt
+    )
+    assert [e["turn"] for e in session.of_type("attempt")] == [1, 2]
+
+
+def test_parallel_candidates_are_ranked_and_the_best_goes_on(tmp_path, script, build_cache, monkeypatch):
+    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+    replies = script(reply("slightly_wrong.py"), reply(None), reply("relu_torch.py"))
+    result = optimize(tmp_path, "--turns", "1", "--candidates", "3", "--json", "--backend", "scripted",
+                      "--script", str(replies))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    (turn,) = json_lines(result.stdout)
+    assert turn["status"] == "correct"
+    session = only_session(tmp_path)
+    statuses = sorted(e["verdict"]["status"] for e in session.of_type("evaluation"))
+    assert statuses == ["correct", "format_error", "incorrect"]
+    assert session.of_type("attempt")[0]["candidate"] == turn["candidate"]
+
+
+def test_sigkill_mid_stream_keeps_the_session_and_resume_works(tmp_path, script, build_cache):
+    replies = script({"reasoning": THINKING * 20, "answer": "```python\n" + candidate("relu_torch.py") + "```\nok"})
+    env = {**os.environ, **REPO_PATH, "KEVIN_TUI_CACHE_DIR": str(build_cache)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kevin_tui", "optimize", str(RELU), "--headless", "--device", "cpu", "--turns", "2",
+         "--sessions-dir", str(tmp_path / "sessions"), "--backend", "scripted", "--script", str(replies),
+         "--script-rate", "200"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        files = list((tmp_path / "sessions").glob("*.jsonl")) if (tmp_path / "sessions").exists() else []
+        if files and '"type": "prompt"' in files[0].read_text():
+            break
+        time.sleep(0.2)
+    time.sleep(0.5)  # mid-stream
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with open(files[0], "a") as f:
+        f.write('{"type": "reply", "turn": 1, "reason')  # a write cut off by the kill
+    session = load_session(files[0])
+    assert session.state == "interrupted" and "incomplete" in session.warning
+    assert session.of_type("prompt") and not session.of_type("evaluation")
+    resumed = optimize(tmp_path, "--turns", "1", "--resume", session.id, "--backend", "scripted", "--script",
+                       str(script(reply("relu_torch.py"))))  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    assert "line" in resumed.stderr and "incomplete" in resumed.stderr
+    after = load_session(files[0])
+    assert after.warning is None and after.state == "finished"
+
+
+def test_an_unreachable_server_fails_clearly_and_keeps_nothing_broken(tmp_path, build_cache, monkeypatch):
+    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+    result = optimize(tmp_path, "--turns", "2", "--server", "http://127.0.0.1:9", "--model", "kevin")
+    assert result.returncode == 1 and "cannot reach the model server" in result.stderr
+    assert "Traceback" not in result.stderr
+    session = only_session(tmp_path)
+    assert session.of_type("error") and "--resume" in result.stderr
+
+
+def test_a_broken_problem_fails_before_any_model(tmp_path):
+    result = optimize(tmp_path, "--turns", "1", "--backend", "scripted", "--script", "/nonexistent.json",
+                      problem=PROBLEMS / "reference_raises.py")  # fmt: skip
+    assert result.returncode == 2 and "reference forward raised" in result.stderr
+    assert not (tmp_path / "sessions").exists() or not list((tmp_path / "sessions").glob("*.jsonl"))
+
+
+def test_end_to_end_against_transformers_serve(tmp_path, tiny_model, build_cache, monkeypatch):
+    from kevin_tui.processes import kill_process_group
+    from tests.test_models import start_server
+
+    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+    proc, url = start_server(tiny_model, tmp_path / "serve.log")
+    try:
+        result = optimize(tmp_path, "--turns", "2", "--json", "--server", url, "--model", str(tiny_model),
+                          "--max-tokens", "40", "--sampling-seed", "1")  # fmt: skip
+    finally:
+        kill_process_group(proc)
+    assert result.returncode == 0, result.stderr
+    assert [t["status"] for t in json_lines(result.stdout)] == ["format_error", "format_error"]
+
+
+def test_replay_the_shipped_example():
+    (example,) = (Path(__file__).parents[1] / "sessions").glob("*.jsonl")
+    result = subprocess.run([sys.executable, "-m", "kevin_tui", "replay", str(example), "--headless", "--json"],
+                            capture_output=True, text=True)  # fmt: skip
+    assert result.returncode == 0 and result.stderr == ""
+    turns = json_lines(result.stdout)
+    assert len(turns) >= 3 and any(t["status"] == "correct" for t in turns)
+
+
+def test_several_trajectories_side_by_side(tmp_path, script, build_cache, monkeypatch):
+    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+    replies = script(reply("slightly_wrong.py"), reply("relu_torch.py"), reply("relu_torch.py"), reply(None))
+    result = optimize(tmp_path, "--turns", "2", "--trajectories", "2", "--json", "--backend", "scripted",
+                      "--script", str(replies))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    turns = json_lines(result.stdout)
+    assert [(t["trajectory"], t["turn"]) for t in turns] == [(0, 1), (1, 1), (0, 2), (1, 2)]
+    session = only_session(tmp_path)
+    assert session.header["trajectories"] == 2
+    second_prompts = [e for e in session.of_type("prompt") if e["turn"] == 2]
+    assert {e["trajectory"] for e in second_prompts} == {0, 1}
+    by_trajectory = {e["trajectory"]: e["text"] for e in second_prompts}
+    assert by_trajectory[0] != by_trajectory[1]  # each chain sees only its own history
+    replay = subprocess.run([sys.executable, "-m", "kevin_tui", "replay", str(session.path), "--headless", "--json"],
+                            capture_output=True, text=True)  # fmt: skip
+    assert json_lines(replay.stdout) == turns
+
+
+def test_accept_best_commits_the_fastest_correct_kernel_and_records_it(tmp_path, script, build_cache, monkeypatch):
+    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    project = tmp_path / "proj"
+    project.mkdir()
+    problem = project / "relu.py"
+    problem.write_text(RELU.read_text())
+    replies = script(reply("relu_torch.py"), reply("slightly_wrong.py"))
+    result = optimize(tmp_path, "--turns", "2", "--accept", "best", "--git-init", "--backend", "scripted",
+                      "--script", str(replies), problem=problem)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "accepted turn 1" in result.stderr
+    (accept,) = only_session(tmp_path).of_type("accept")
+    log = subprocess.run(["git", "log", "--format=%H %s"], cwd=project, capture_output=True, text=True).stdout
+    assert log.startswith(accept["commit"]) and "(turn 1)" in log
+    assert "Session: " in subprocess.run(["git", "log", "-1", "--format=%B"], cwd=project, capture_output=True,
+                                         text=True).stdout  # fmt: skip
