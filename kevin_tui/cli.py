@@ -1,4 +1,4 @@
-"""Command line: `kevin-tui eval PROBLEM CANDIDATE` (more subcommands arrive with the loop and TUI)."""
+"""Command line: eval, ask, optimize (headless), replay, sessions, undo."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from kevin_tui.evaluator import EnvironmentProblem, EvalOptions, Evaluator
+from kevin_tui.evaluator import EnvironmentProblem, Evaluator
+from kevin_tui.evaluator.cli_options import add_eval_options, options_from, positive_int
 from kevin_tui.evaluator.report import render
 from kevin_tui.evaluator.verdict import (
     EXIT_CANNOT_EVALUATE_HERE,
@@ -25,86 +26,6 @@ EVAL_EPILOG = """\
 exit codes: 0 correct; 3 compiled (built, but no CUDA device to run it);
 1 any other verdict; 2 the problem file is unusable; 4 this machine cannot
 evaluate it (CPU-only torch, no nvcc, no such device)."""
-
-
-def positive_float(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return value
-
-
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return value
-
-
-def add_eval_options(parser: argparse.ArgumentParser) -> None:
-    defaults = EvalOptions()
-    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default: auto)")
-    parser.add_argument(
-        "--timeout",
-        type=positive_float,
-        default=defaults.timeout_s,
-        metavar="SECONDS",
-        help=f"limit for running the candidate, per phase (default {defaults.timeout_s:.0f})",
-    )
-    parser.add_argument(
-        "--build-timeout",
-        type=positive_float,
-        default=defaults.build_timeout_s,
-        metavar="SECONDS",
-        help=f"limit for importing and building it (default {defaults.build_timeout_s:.0f})",
-    )
-    parser.add_argument(
-        "--trials",
-        type=positive_int,
-        default=defaults.trials,
-        help=f"correctness trials with fresh inputs (default {defaults.trials})",
-    )
-    parser.add_argument(
-        "--timing-trials",
-        type=positive_int,
-        default=None,
-        metavar="N",
-        help="timed calls (default: adaptive, at least 10 on CPU, 100 on CUDA)",
-    )
-    parser.add_argument("--seed", type=int, default=defaults.seed)
-    parser.add_argument("--atol", type=float, default=None, help="absolute tolerance (default per dtype)")
-    parser.add_argument("--rtol", type=float, default=None, help="relative tolerance (default per dtype)")
-    parser.add_argument("--strict", action="store_true", help="static-check findings make the verdict 'rejected'")
-    parser.add_argument("--no-timing", action="store_true", help="check correctness only")
-    baseline = parser.add_mutually_exclusive_group()
-    baseline.add_argument(
-        "--compile-baseline",
-        dest="compile_baseline",
-        action="store_true",
-        default=None,
-        help="also time the reference under torch.compile (default on CUDA)",
-    )
-    baseline.add_argument("--no-compile-baseline", dest="compile_baseline", action="store_false")
-    parser.add_argument("--cache-dir", type=Path, default=None, help="where builds are kept")
-
-
-def options_from(args: argparse.Namespace) -> EvalOptions:
-    options = EvalOptions(
-        device=args.device,
-        trials=args.trials,
-        timeout_s=args.timeout,
-        build_timeout_s=args.build_timeout,
-        strict=args.strict,
-        seed=args.seed,
-        timing=not args.no_timing,
-        timing_trials=args.timing_trials,
-        compile_baseline=args.compile_baseline,
-        atol=args.atol,
-        rtol=args.rtol,
-    )
-    if args.cache_dir is not None:
-        options.cache_dir = args.cache_dir
-    return options
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -290,15 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_opt.add_argument("--git-init", action="store_true", help="with --accept: create a git repository if needed")
     p_opt.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="prompt token budget (default 8192)")
     p_opt.add_argument("--prompts", type=Path, default=None, help="a directory of prompt templates to use")
-    p_opt.add_argument(
-        "--device",
-        "--eval-device",
-        dest="device",
-        default="auto",
-        help="where kernels are checked and timed: auto, cpu, cuda[:N] (cuda:1 keeps them off the model's GPU)",
-    )
-    p_opt.add_argument("--trials", type=positive_int, default=5)
-    p_opt.add_argument("--timeout", type=positive_float, default=60.0)
+    add_eval_options(p_opt, device_aliases=("--eval-device",))
     add_backend_options(p_opt)
     p_opt.set_defaults(func=cmd_optimize)
 

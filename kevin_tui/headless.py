@@ -20,6 +20,7 @@ from typing import Any
 
 from kevin_tui import __version__
 from kevin_tui.evaluator import EnvironmentProblem, EvalOptions, Evaluator
+from kevin_tui.evaluator.cli_options import options_from
 from kevin_tui.loop import Agent, LoopConfig, Turn
 from kevin_tui.models.base import BackendError
 from kevin_tui.models.factory import backend_config_from, open_backend
@@ -61,10 +62,6 @@ def session_header(problem: Problem, args: argparse.Namespace, backend: Any, tem
     }
 
 
-def eval_options_from(args: argparse.Namespace) -> EvalOptions:
-    return EvalOptions(device=args.device, trials=args.trials, timeout_s=args.timeout)
-
-
 async def run_headless(args: argparse.Namespace) -> int:
     sessions_dir = Path(args.sessions_dir)
     resumed: Session | None = None
@@ -87,7 +84,7 @@ async def run_headless(args: argparse.Namespace) -> int:
         args.session_id = new_session_id()
     templates = load_templates(args.prompts)
     path = resumed.path if resumed else sessions_dir / f"{args.session_id}.jsonl"
-    with Evaluator(problem, eval_options_from(args)) as evaluator:
+    with Evaluator(problem, options_from(args)) as evaluator:
         try:
             environment = evaluator.environment  # runs the reference: a broken problem fails here, before the model
         except ProblemError as exc:
