@@ -10,25 +10,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import platform
 import sys
 import tempfile
-from dataclasses import asdict
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
-from kevin_tui import __version__
-from kevin_tui.evaluator import EnvironmentProblem, EvalOptions, Evaluator
-from kevin_tui.evaluator.cli_options import options_from
-from kevin_tui.loop import Agent, LoopConfig, Turn
+from kevin_tui.evaluator import EvalOptions, Evaluator
+from kevin_tui.loop import Turn
 from kevin_tui.models.base import BackendError
-from kevin_tui.models.factory import backend_config_from, open_backend
-from kevin_tui.problem import Problem, ProblemError, load_problem, parse_problem_source
-from kevin_tui.protocol.prompt import Attempt, PromptBuilder, best_attempt
-from kevin_tui.protocol.templates import load_templates
-from kevin_tui.repo import AcceptInfo, GitProblem, KernelRepo, kernel_path_for
-from kevin_tui.session import Session, SessionError, SessionWriter, find_session, load_session, new_session_id
+from kevin_tui.problem import parse_problem_source
+from kevin_tui.protocol.prompt import best_attempt
+from kevin_tui.repo import GitProblem
+from kevin_tui.run import Run, RunError, accept_attempt, open_run
+from kevin_tui.session import Session, SessionError, load_session
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -46,85 +39,29 @@ def print_turn(record: dict, as_json: bool) -> None:
     print(f"turn {record['turn']}: {record['status']}{speed}{which}: {record['message']}", flush=True)
 
 
-def session_header(problem: Problem, args: argparse.Namespace, backend: Any, templates_version: str, env: dict) -> dict:
-    return {
-        "id": args.session_id,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "problem": {"path": str(problem.path), "sha256": problem.sha256, "source": problem.source},
-        "model": backend.model,
-        "backend": backend.name,
-        "sampling": asdict(backend_config_from(args).sampling),
-        "prompts_version": templates_version,
-        "budget": args.budget,
-        "candidates": args.candidates,
-        "trajectories": args.trajectories,
-        "machine": {**env, "python": platform.python_version(), "kevin_tui": __version__},
-    }
-
-
 async def run_headless(args: argparse.Namespace) -> int:
-    sessions_dir = Path(args.sessions_dir)
-    resumed: Session | None = None
-    if args.resume:
-        try:
-            resumed = load_session(find_session(sessions_dir, args.resume))
-        except SessionError as exc:
-            print(f"kevin-tui: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        if resumed.warning:
-            print(f"kevin-tui: {resumed.warning}", file=sys.stderr)
-        problem = parse_problem_source(resumed.header["problem"]["source"], Path(resumed.header["problem"]["path"]))
-        args.session_id = resumed.id
-    else:
-        try:
-            problem = load_problem(args.problem)
-        except ProblemError as exc:
-            print(f"kevin-tui: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        args.session_id = new_session_id()
-    templates = load_templates(args.prompts)
-    path = resumed.path if resumed else sessions_dir / f"{args.session_id}.jsonl"
-    with Evaluator(problem, options_from(args)) as evaluator:
-        try:
-            environment = evaluator.environment  # runs the reference: a broken problem fails here, before the model
-        except ProblemError as exc:
-            print(f"kevin-tui: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        except EnvironmentProblem as exc:
-            print(f"kevin-tui: cannot evaluate here: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        try:
-            async with open_backend(backend_config_from(args), _vllm_progress) as backend:
-                header = None if resumed else session_header(problem, args, backend, templates.version, environment)
-                writer = SessionWriter(path, header)
-                print(f"session: {path}", file=sys.stderr)
-                try:
-                    return await _turns(args, problem, backend, evaluator, templates, writer, resumed)
-                finally:
-                    writer.close()
-        except BackendError as exc:
-            print(f"kevin-tui: {exc}", file=sys.stderr)
-            if path.exists():
-                print(
-                    f"kevin-tui: the session is saved: {path} (continue with --resume {args.session_id})",
-                    file=sys.stderr,
-                )
-            return EXIT_FAILED
+    try:
+        async with open_run(args, _vllm_progress) as run:
+            for notice in run.notices or []:
+                print(f"kevin-tui: {notice}", file=sys.stderr)
+            print(f"session: {run.writer.path}", file=sys.stderr)
+            return await _turns(args, run)
+    except RunError as exc:
+        print(f"kevin-tui: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BackendError as exc:
+        print(f"kevin-tui: {exc}", file=sys.stderr)
+        if getattr(args, "session_id", None):
+            print(f"kevin-tui: the session is saved (continue with --resume {args.session_id})", file=sys.stderr)
+        return EXIT_FAILED
 
 
 def _vllm_progress(elapsed: float, line: str) -> None:
     print(f"[vllm {elapsed:4.0f} s] {line}", file=sys.stderr)
 
 
-async def _turns(args, problem, backend, evaluator, templates, writer, resumed) -> int:
-    builder = PromptBuilder(templates, problem.source, args.budget)
-    config = LoopConfig(candidates=args.candidates, budget=args.budget, sampling=backend_config_from(args).sampling)
-    trajectories = resumed.header.get("trajectories", 1) if resumed else args.trajectories
-    agents = [Agent(builder, backend, evaluator, templates, writer, config, trajectory=t) for t in range(trajectories)]
-    if resumed:
-        for agent in agents:
-            agent.restore(resumed)
-        writer.write("resume", turn=agents[0].next_number)
+async def _turns(args: argparse.Namespace, run: Run) -> int:
+    agents, writer = run.agents, run.writer
     notes = list(args.note or [])
     try:
         for _ in range(args.turns):
@@ -137,14 +74,17 @@ async def _turns(args, problem, backend, evaluator, templates, writer, resumed) 
                 if turn.candidates:
                     best = turn.ranked()[0]
                     agent.choose(turn, best.index)
-                    print_turn(_record_for(turn, best.index, agent.trajectory, trajectories), args.json)
+                    print_turn(_record_for(turn, best.index, agent.trajectory, len(agents)), args.json)
     except asyncio.CancelledError:
         writer.write("stop", reason="interrupted")
         print(f"\nkevin-tui: interrupted; the session is saved: {writer.path}", file=sys.stderr)
         return EXIT_INTERRUPTED
     best = best_attempt([a.best for a in agents if a.best is not None])
     if args.accept == "best" and best is not None:
-        _accept_best(best, agents[0], problem, writer, args)
+        try:
+            print(accept_attempt(run, best, args.git_init), file=sys.stderr)
+        except GitProblem as exc:
+            print(f"kevin-tui: not accepted: {exc} (the kernel is in the session)", file=sys.stderr)
     writer.write("end", turns=args.turns, best_speedup=best.correct_speedup if best else None)
     return EXIT_OK
 
@@ -156,28 +96,6 @@ def _record_for(turn: Turn, index: int, trajectory: int, trajectories: int) -> d
     if trajectories > 1:
         record["trajectory"] = trajectory
     return record
-
-
-def _accept_best(
-    best: Attempt, agent: Agent, problem: Problem, writer: SessionWriter, args: argparse.Namespace
-) -> None:
-    info = AcceptInfo(
-        module=problem.path.stem,
-        speedup=best.correct_speedup,
-        device=agent.evaluator.device,
-        model=agent.backend.model,
-        session_id=args.session_id,
-        turn=best.number,
-    )
-    path = kernel_path_for(problem.path)
-    try:
-        result = KernelRepo.find(path, init=args.git_init).accept_kernel(path, best.code or "", info)
-    except GitProblem as exc:
-        writer.write("accept", turn=best.number, commit=None, error=str(exc))
-        print(f"kevin-tui: not accepted: {exc} (the kernel is in the session)", file=sys.stderr)
-        return
-    writer.write("accept", turn=best.number, commit=result.commit, path=str(path))
-    print(f"accepted turn {best.number}: {result.commit[:10]} {path}", file=sys.stderr)
 
 
 def replay_records(session: Session) -> list[dict]:
