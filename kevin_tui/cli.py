@@ -116,30 +116,43 @@ def cmd_ask_entry(args: argparse.Namespace) -> int:
     return cmd_ask(args, problem)
 
 
-NO_TUI_YET = "the interactive TUI is not built yet: use --headless"
-
-
 def cmd_optimize(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from kevin_tui.headless import run_headless
-
-    if not args.headless:
-        print(f"kevin-tui: {NO_TUI_YET}", file=sys.stderr)
-        return EXIT_PROBLEM_UNUSABLE
     if not args.problem and not args.resume:
         print("kevin-tui: optimize needs a problem file (or --resume)", file=sys.stderr)
         return EXIT_PROBLEM_UNUSABLE
-    return asyncio.run(run_headless(args))
+    if args.headless:
+        import asyncio
+
+        from kevin_tui.headless import run_headless
+
+        return asyncio.run(run_headless(args))
+    if not args.resume:  # fail before the full-screen app opens, where a message is easy to read
+        try:
+            load_problem(args.problem)
+        except ProblemError as exc:
+            print(f"kevin-tui: {exc}", file=sys.stderr)
+            return EXIT_PROBLEM_UNUSABLE
+    from kevin_tui.tui.app import KevinApp
+
+    KevinApp(args=args).run()
+    return 0
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from kevin_tui.headless import cmd_replay_headless
 
-    if not args.headless and not args.json:
-        print(f"kevin-tui: {NO_TUI_YET}", file=sys.stderr)
+    if args.headless or args.json:
+        return cmd_replay_headless(args)
+    from kevin_tui.session import SessionError, load_session
+    from kevin_tui.tui.app import KevinApp
+
+    try:
+        session = load_session(Path(args.file))
+    except SessionError as exc:
+        print(f"kevin-tui: {exc}", file=sys.stderr)
         return EXIT_PROBLEM_UNUSABLE
-    return cmd_replay_headless(args)
+    KevinApp(session=session).run()
+    return 0
 
 
 def cmd_sessions_entry(args: argparse.Namespace) -> int:
@@ -195,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_opt.add_argument("problem", nargs="?", help="the reference module (KernelBench form)")
     p_opt.add_argument("--headless", action="store_true", help="run --turns turns without asking anything")
+    p_opt.add_argument("--inline-editor", action="store_true", help="TUI: edit kernels inside the app, not in $EDITOR")
     p_opt.add_argument("--turns", type=positive_int, default=8)
     p_opt.add_argument("--candidates", type=positive_int, default=1, help="replies sampled per turn; the best goes on")
     p_opt.add_argument(

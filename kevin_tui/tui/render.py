@@ -1,0 +1,54 @@
+"""Rich renderables for kernels, diffs and verdicts (Pygments does the highlighting)."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.syntax import Syntax
+from rich.text import Text
+
+from kevin_tui.evaluator.report import render as render_report
+from kevin_tui.evaluator.verdict import Verdict
+
+THEME = "ansi_dark"
+
+
+def cuda_sources(code: str) -> list[tuple[int, str]]:
+    """(line, text) of the string constants that hold C++/CUDA code, to highlight them as such."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.count("\n") >= 2:
+            text = node.value
+            if "__global__" in text or "torch::" in text or "#include" in text:
+                found.append((node.lineno, text))
+    return sorted(found)
+
+
+def kernel_renderable(code: str | None, theme: str = THEME) -> RenderableType:
+    if not code:
+        return Text("No kernel in this reply.", style="italic")
+    parts: list[RenderableType] = [Syntax(code, "python", line_numbers=True, theme=theme, word_wrap=False)]
+    for line, text in cuda_sources(code):
+        parts.append(Text(f"\nC++/CUDA source starting at line {line}:", style="bold"))
+        parts.append(Syntax(text.strip("\n"), "cuda", line_numbers=True, start_line=line + 1, theme=theme))
+    return Group(*parts)
+
+
+def diff_renderable(old: str | None, new: str | None, label: str, theme: str = THEME) -> RenderableType:
+    if not old or not new:
+        return Text("Nothing to compare with yet.", style="italic")
+    diff = "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), label, "this turn"))
+    return Syntax(diff or "(identical)", "diff", theme=theme)
+
+
+def verdict_renderable(verdict: dict[str, Any]) -> RenderableType:
+    if not verdict:
+        return Text("Not evaluated yet.", style="italic")
+    return Text(render_report(Verdict.from_dict(verdict)))
