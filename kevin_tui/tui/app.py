@@ -53,7 +53,9 @@ class KevinApp(App):
         Binding("u", "undo", "Undo"),
         Binding("r", "retry", "Retry"),
         Binding("s", "stop", "Stop"),
-        Binding("d", "diff", "Diff"),
+        Binding("t", "tab('tab-reasoning')", "Thinking", show=False),
+        Binding("k", "tab('tab-kernel')", "Kernel", show=False),
+        Binding("d", "tab('tab-diff')", "Diff"),
         Binding("b", "best", "Best"),
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
@@ -93,6 +95,7 @@ class KevinApp(App):
 
     def on_mount(self) -> None:
         self.set_interval(1 / 15, self.flush_stream)
+        self.query_one("#turns", ListView).focus()
         if self.replay is not None:
             self.sub_title = f"replay · {self.replay.path.name}"
             self.views = views_of_session(self.replay)
@@ -180,6 +183,7 @@ class KevinApp(App):
         self.streaming = TurnView(number or agent.next_number)
         self.query_one("#reasoning", Markdown).update("")
         self.query_one(TabbedContent).active = "tab-reasoning"
+        self.query_one("#tab-reasoning VerticalScroll", VerticalScroll).anchor()  # follow the stream
         try:
             turn = await agent.run_turn(note, number)
         except BackendError as exc:
@@ -211,7 +215,10 @@ class KevinApp(App):
         best = best_index(self.views)
         for index, view in enumerate(self.views):
             turns.append(ListItem(Label(view.label(index == best))))
-        self.query_one("#speedups", Sparkline).data = [v.speedup or 0.0 for v in self.views] or [0.0]
+        speedups = [v.speedup for v in self.views if v.speedup is not None]
+        sparkline = self.query_one("#speedups", Sparkline)
+        sparkline.display = len(speedups) > 1  # speedup over turns, once there is a trend to show
+        sparkline.data = speedups or [0.0]
         if select is not None and self.views:
             turns.index = select
             self.show_view(self.views[select])
@@ -311,8 +318,8 @@ class KevinApp(App):
             self.busy = False
         self.show_turn(turn)
 
-    def action_diff(self) -> None:
-        self.query_one(TabbedContent).active = "tab-diff"
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
 
     def action_best(self) -> None:
         best = best_index(self.views)

@@ -37,7 +37,8 @@ class TurnView:
         speed = f"{self.speedup:5.2f}x" if self.speedup is not None else "      "
         star = "★" if best else " "
         edited = " ✎" if self.edited else ""
-        return f"{star}{self.glyph} {self.number:>3} {speed} {self.status}{edited}"
+        status = self.status.removesuffix("_error")  # compile, format, runtime: the glyph says error
+        return f"{star}{self.glyph} {self.number:>3} {speed} {status}{edited}"
 
 
 def view_of(turn: Turn, index: int) -> TurnView:
