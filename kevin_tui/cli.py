@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from kevin_tui.config import ConfigError, apply_config, load_config
 from kevin_tui.evaluator import EnvironmentProblem, Evaluator
 from kevin_tui.evaluator.cli_options import add_eval_options, options_from, positive_int
 from kevin_tui.evaluator.report import render
@@ -253,7 +254,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    try:
+        config = load_config()
+    except ConfigError as exc:
+        print(f"kevin-tui: bad configuration file: {exc}", file=sys.stderr)
+        sys.exit(EXIT_PROBLEM_UNUSABLE)
+    for key in apply_config(parser, config):
+        print(f"kevin-tui: ignoring unknown setting {key!r} in {', '.join(config['_sources'])}", file=sys.stderr)
+    args = parser.parse_args(argv)
+    args.keys = config.get("keys", {})
     try:
         code = args.func(args)
     except KeyboardInterrupt:

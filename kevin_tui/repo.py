@@ -13,7 +13,7 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +81,7 @@ def kernel_file_text(source: str, info: AcceptInfo) -> str:
     lines = [
         f"# Kevin kernel for {info.module}: {_speed(info)}",
         f"# session {info.session_id or '-'}, turn {info.turn if info.turn is not None else '-'}, "
-        f"device {info.device or '-'}, accepted {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC",
+        f"device {info.device or '-'}, accepted {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
         "# written by kevin-tui; `kevin-tui undo` takes it back while it is the last commit",
     ]
     return "\n".join(lines) + "\n" + source.rstrip("\n") + "\n"

@@ -11,7 +11,7 @@ import platform
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,7 @@ def session_header(
 ) -> dict:
     return {
         "id": args.session_id,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "problem": {"path": str(problem.path), "sha256": problem.sha256, "source": problem.source},
         "model": backend.model,
         "backend": backend.name,

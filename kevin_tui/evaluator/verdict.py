@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
-class Status(str, enum.Enum):
+class Status(enum.StrEnum):
     FORMAT_ERROR = "format_error"
     COMPILE_ERROR = "compile_error"
     RUNTIME_ERROR = "runtime_error"

@@ -45,20 +45,20 @@ STEERING = {"continue_turn", "note", "edit", "accept", "undo", "retry", "stop"}
 class KevinApp(App):
     CSS_PATH = "kevin.tcss"
     TITLE = "kevin-tui"
-    BINDINGS = [
-        Binding("c", "continue_turn", "Continue"),
-        Binding("n", "note", "Note"),
-        Binding("e", "edit", "Edit"),
-        Binding("a", "accept", "Accept"),
-        Binding("u", "undo", "Undo"),
-        Binding("r", "retry", "Retry"),
-        Binding("s", "stop", "Stop"),
-        Binding("t", "tab('tab-reasoning')", "Thinking", show=False),
-        Binding("k", "tab('tab-kernel')", "Kernel", show=False),
-        Binding("d", "tab('tab-diff')", "Diff"),
-        Binding("b", "best", "Best"),
-        Binding("question_mark", "help", "Help"),
-        Binding("q", "quit", "Quit"),
+    BINDINGS = [  # ids are what `[keys]` in the config file remaps, e.g. continue = "space"
+        Binding("c", "continue_turn", "Continue", id="continue"),
+        Binding("n", "note", "Note", id="note"),
+        Binding("e", "edit", "Edit", id="edit"),
+        Binding("a", "accept", "Accept", id="accept"),
+        Binding("u", "undo", "Undo", id="undo"),
+        Binding("r", "retry", "Retry", id="retry"),
+        Binding("s", "stop", "Stop", id="stop"),
+        Binding("t", "tab('tab-reasoning')", "Thinking", show=False, id="thinking"),
+        Binding("k", "tab('tab-kernel')", "Kernel", show=False, id="kernel"),
+        Binding("d", "tab('tab-diff')", "Diff", id="diff"),
+        Binding("b", "best", "Best", id="best"),
+        Binding("question_mark", "help", "Help", id="help"),
+        Binding("q", "quit", "Quit", id="quit"),
     ]
 
     def __init__(self, args: argparse.Namespace | None = None, session: Session | None = None) -> None:
@@ -94,6 +94,8 @@ class KevinApp(App):
             yield Footer()
 
     def on_mount(self) -> None:
+        if keys := getattr(self.args, "keys", None):
+            self.set_keymap(keys)
         self.set_interval(1 / 15, self.flush_stream)
         self.query_one("#turns", ListView).focus()
         if self.replay is not None:
