@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -35,13 +36,13 @@ class ScriptedBackend:
         reply = self.replies[min(self.calls, len(self.replies) - 1)]
         self.calls += 1
         produced = 0
+        started = time.monotonic()
         for kind in ("reasoning", "answer"):
             text = reply.get(kind, "")
             for start in range(0, len(text), CHUNK_CHARS):
-                if self.rate:
-                    await asyncio.sleep(1 / self.rate)
-                else:
-                    await asyncio.sleep(0)
+                # paced by schedule, not by sleeping a fixed time, so the rate holds under load
+                delay = started + produced / self.rate - time.monotonic() if self.rate else 0.0
+                await asyncio.sleep(max(0.0, delay))
                 produced += 1
                 yield Delta(kind, text[start : start + CHUNK_CHARS])
         prompt_chars = sum(len(m["content"]) for m in messages)

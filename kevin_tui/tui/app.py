@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -39,6 +40,7 @@ from kevin_tui.tui.render import diff_renderable, kernel_renderable, verdict_ren
 from kevin_tui.tui.screens import ConfirmScreen, EditScreen, NoteScreen
 from kevin_tui.tui.views import TurnView, best_index, view_of, views_of_session
 
+LIVE_TAIL_CHARS = 3000
 STEERING = {"continue_turn", "note", "edit", "accept", "undo", "retry", "stop"}
 
 
@@ -84,6 +86,7 @@ class KevinApp(App):
         with Vertical(id="main"):
             with TabbedContent(id="tabs"):
                 with TabPane("Reasoning", id="tab-reasoning"), VerticalScroll():
+                    yield Static("", id="live")
                     yield Markdown("", id="reasoning")
                 with TabPane("Kernel", id="tab-kernel"), VerticalScroll():
                     yield Static("", id="kernel")
@@ -164,10 +167,16 @@ class KevinApp(App):
             self.notify(data["message"], severity="error", timeout=30)
 
     def flush_stream(self) -> None:
-        if not self.buffer:
+        """While streaming, a bounded tail of the text: constant cost however long the reasoning grows.
+        The whole reply is rendered as Markdown once the turn is over."""
+        if not self.buffer or self.streaming is None:
             return
-        text, self.buffer = "".join(self.buffer), []
-        self.query_one("#reasoning", Markdown).append(text)
+        self.buffer.clear()
+        reasoning, answer = self.streaming.reasoning, self.streaming.answer
+        text = Text(reasoning[-LIVE_TAIL_CHARS:], style="dim")
+        if answer:
+            text.append("\n\n" + answer[-LIVE_TAIL_CHARS:])
+        self.query_one("#live", Static).update(text)
 
     def start_turn(self, note: str | None, retry: bool = False) -> None:
         if self.busy:
@@ -183,7 +192,9 @@ class KevinApp(App):
         if self.pending is not None and not retry and self.pending.chosen is None and self.pending.candidates:
             agent.choose(self.pending, self.pending.ranked()[0].index)
         self.streaming = TurnView(number or agent.next_number)
-        self.query_one("#reasoning", Markdown).update("")
+        self.query_one("#live", Static).update("")
+        self.query_one("#live", Static).display = True
+        self.query_one("#reasoning", Markdown).display = False
         self.query_one(TabbedContent).active = "tab-reasoning"
         self.query_one("#tab-reasoning VerticalScroll", VerticalScroll).anchor()  # follow the stream
         try:
@@ -193,8 +204,7 @@ class KevinApp(App):
             return
         finally:
             self.busy = False
-            self.flush_stream()
-        self.streaming = None
+            self.streaming = None
         self.show_turn(turn)
 
     def show_turn(self, turn: Turn) -> None:
@@ -238,7 +248,10 @@ class KevinApp(App):
         if self.streaming is None:
             reasoning = view.reasoning or "_(no reasoning recorded)_"
             answer = view.answer if view.code is None else (view.summary or "")
-            self.query_one("#reasoning", Markdown).update(f"{reasoning}\n\n---\n\n{answer}")
+            self.query_one("#live", Static).display = False
+            markdown = self.query_one("#reasoning", Markdown)
+            markdown.display = True
+            markdown.update(f"{reasoning}\n\n---\n\n{answer}")
         self.query_one("#kernel", Static).update(kernel_renderable(view.code))
         self.query_one("#evaluation", Static).update(verdict_renderable(view.verdict))
         previous = self.comparison_for(view)
