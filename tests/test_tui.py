@@ -64,7 +64,7 @@ def test_first_turn_starts_at_once_and_continue_runs_the_next(make_app):
             await wait_for(pilot, lambda: len(app.views) == 2 and not app.busy)
             assert app.views[1].status == "correct"
             labels = [str(item.query_one("Label").render()) for item in app.query("#turns ListItem")]
-            assert labels[1].startswith("★✔")
+            assert labels[1].startswith("*✓")
             await pilot.press("q")
         return app
 
@@ -185,6 +185,23 @@ def test_replay_is_read_only_and_walks_the_turns():
             await pilot.pause()
             assert app.query_one("TabbedContent").active == "tab-diff"
             assert "+++ this turn" in app.export_screenshot().replace("&#160;", " ")  # the diff header is on screen
+            await pilot.press("q")
+
+    asyncio.run(run())
+
+
+def test_an_unexpected_worker_failure_is_shown_and_the_app_lives_on(make_app, monkeypatch):
+    app = make_app(reply("relu_torch.py"))
+
+    async def boom(self, *args, **kwargs):
+        raise RuntimeError("evaluator exploded")
+
+    monkeypatch.setattr("kevin_tui.loop.Agent.run_turn", boom)
+
+    async def run():
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: any("evaluator exploded" in str(n.message) for n in app._notifications))
+            assert app.is_running and not app.busy
             await pilot.press("q")
 
     asyncio.run(run())

@@ -30,6 +30,7 @@ from textual.widgets import (
     TabbedContent,
     TabPane,
 )
+from textual.worker import Worker, WorkerState
 
 from kevin_tui.loop import Agent, Turn
 from kevin_tui.models.base import BackendError
@@ -105,12 +106,20 @@ class KevinApp(App):
             self.sub_title = f"replay · {self.replay.path.name}"
             self.views = views_of_session(self.replay)
             self.refresh_timeline(select=0)
-            self.set_status(f"replay of {self.replay.path} · {len(self.views)} turns · read-only")
+            self.set_status(f"replay of {self.replay.path.name} · {len(self.views)} turns · read-only")
             if self.replay.warning:
                 self.notify(self.replay.warning, severity="warning", timeout=10)
         else:
             self.sub_title = Path(self.args.problem or "").name
             self.drive()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A worker that failed unexpectedly is shown, never a traceback that kills the app."""
+        if event.state == WorkerState.ERROR:
+            error = event.worker.error
+            self.notify(f"{event.worker.name} failed: {type(error).__name__}: {error}", severity="error", timeout=30)
+            self.busy = False
+            self.streaming = None
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         return not (self.replay is not None and action in STEERING)  # replay is read-only

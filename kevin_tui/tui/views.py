@@ -8,9 +8,9 @@ from typing import Any
 from kevin_tui.loop import Turn
 from kevin_tui.session import Session
 
-GLYPHS = {
-    "correct": "✔", "compiled": "◆", "incorrect": "✘", "rejected": "⊘", "runtime_error": "!",
-    "timeout": "⧗", "compile_error": "⚒", "format_error": "?", "pending": "…",
+GLYPHS = {  # narrow in every common monospace font (emoji widths vary between terminals)
+    "correct": "✓", "compiled": "◇", "incorrect": "✗", "rejected": "⊘", "runtime_error": "!",
+    "timeout": "◴", "compile_error": "#", "format_error": "?", "pending": "…",
 }  # fmt: skip
 
 
@@ -35,7 +35,7 @@ class TurnView:
 
     def label(self, best: bool) -> str:
         speed = f"{self.speedup:5.2f}x" if self.speedup is not None else "      "
-        star = "★" if best else " "
+        star = "*" if best else " "
         edited = " ✎" if self.edited else ""
         status = self.status.removesuffix("_error")  # compile, format, runtime: the glyph says error
         return f"{star}{self.glyph} {self.number:>3} {speed} {status}{edited}"
