@@ -25,7 +25,7 @@ def test_project_file_overrides_user_file_and_flags_override_both(tmp_path):
 def test_unknown_settings_are_reported_and_broken_files_are_errors(tmp_path):
     bad = tmp_path / "kevin-tui.toml"
     bad.write_text("budget = \n")
-    with pytest.raises(ConfigError, match="kevin-tui.toml"):
+    with pytest.raises(ConfigError, match=r"kevin-tui\.toml"):
         load_config([bad])
     bad.write_text("colour = 'blue'\n")
     assert apply_config(build_parser(), load_config([bad])) == ["colour"]
