@@ -172,6 +172,8 @@ class CandidateRun:
         return runs
 
     def run(self) -> None:
+        if self.device.startswith("cuda"):
+            torch.cuda.set_device(self.device)  # kernels launch on the current device: make it ours
         problem, model_new, identity = self.load()
         if self.request.get("build_only"):
             self.channel.emit("built", builds=self.tracker.summary())
