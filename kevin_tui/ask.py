@@ -12,19 +12,12 @@ import asyncio
 import sys
 from pathlib import Path
 
-from kevin_tui.models.base import Backend, BackendError, Reply, StreamEnd
+from kevin_tui.models.base import BackendError, Reply, StreamEnd
 from kevin_tui.models.factory import backend_config_from, open_backend
 from kevin_tui.problem import Problem
 from kevin_tui.protocol.parse import parse_reply
-from kevin_tui.protocol.prompt import PromptBuilder, TokenCounter, estimate_tokens
+from kevin_tui.protocol.prompt import PromptBuilder, token_counter
 from kevin_tui.protocol.templates import load_templates
-
-
-def token_counter(backend: Backend) -> tuple[TokenCounter, str]:
-    """The model's own tokenizer (local, or the server's tokenize endpoint), else the estimate."""
-    if backend.count_tokens("probe") is not None:
-        return (lambda text: backend.count_tokens(text) or estimate_tokens(text)), f"{backend.name} tokenizer"
-    return estimate_tokens, "estimate"
 
 
 async def ask(problem: Problem, args: argparse.Namespace) -> tuple[Reply, str]:

@@ -23,7 +23,7 @@ from kevin_tui.models.base import Backend
 from kevin_tui.models.factory import backend_config_from, open_backend
 from kevin_tui.models.vllm_server import ProgressFn
 from kevin_tui.problem import Problem, ProblemError, load_problem, parse_problem_source
-from kevin_tui.protocol.prompt import Attempt, PromptBuilder
+from kevin_tui.protocol.prompt import Attempt, PromptBuilder, token_counter
 from kevin_tui.protocol.templates import Templates, load_templates
 from kevin_tui.repo import AcceptInfo, GitProblem, KernelRepo, kernel_path_for
 from kevin_tui.session import Session, SessionError, SessionWriter, find_session, load_session, new_session_id
@@ -109,7 +109,8 @@ async def open_run(
             header = None if resumed else session_header(problem, args, backend, templates, environment)
             writer = SessionWriter(path, header)
             try:
-                builder = PromptBuilder(templates, problem.source, args.budget)
+                counter, counted_with = token_counter(backend)
+                builder = PromptBuilder(templates, problem.source, args.budget, counter, counted_with)
                 config = LoopConfig(args.candidates, args.budget, backend_config_from(args).sampling)
                 count = resumed.header.get("trajectories", 1) if resumed else args.trajectories
                 agents = [

@@ -341,3 +341,11 @@ def test_ask_with_a_dead_server_says_so():
     result = run_ask("--server", f"http://127.0.0.1:{free_port()}", "--model", "kevin")
     assert result.returncode == 1 and "cannot reach the model server" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_vllm_without_a_gpu_points_at_the_alternatives(monkeypatch):
+    if any(Path("/dev").glob("nvidia[0-9]*")):
+        pytest.skip("this machine has a GPU")
+    monkeypatch.setattr("kevin_tui.models.vllm_server.vllm_available", lambda exe: True)
+    with pytest.raises(BackendError, match=r"no GPU is visible.*--server URL"):
+        asyncio.run(VllmServer(VllmConfig(port=free_port())).start())

@@ -97,6 +97,11 @@ class VllmServer:
                 "vLLM is not installed: `pip install 'kevin-tui[vllm]'` on a machine with a GPU; or point at a "
                 "running server with --server URL, or run in-process with --backend transformers"
             )
+        if config.executable == "vllm" and not any(Path("/dev").glob("nvidia[0-9]*")):
+            raise BackendError(
+                "no GPU is visible, and vLLM needs one: point at a server elsewhere with --server URL, "
+                "or run in-process (slowly) with --backend transformers"
+            )
         config.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(config.log_path, "ab") as log:
             self.process = subprocess.Popen(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from kevin_tui.protocol.feedback import Feedback
 from kevin_tui.protocol.templates import Templates
@@ -25,6 +26,19 @@ TokenCounter = Callable[[str], int]
 def estimate_tokens(text: str) -> int:
     """A conservative count when no tokenizer is at hand: code and prose run ~3.5-4 chars a token."""
     return len(text) // 3 + 1
+
+
+class CountsTokens(Protocol):
+    name: str
+
+    def count_tokens(self, text: str) -> int | None: ...
+
+
+def token_counter(backend: CountsTokens) -> tuple[TokenCounter, str]:
+    """The model's own tokenizer (local, or the server's tokenize endpoint), else the estimate."""
+    if backend.count_tokens("probe") is not None:
+        return (lambda text: backend.count_tokens(text) or estimate_tokens(text)), f"{backend.name} tokenizer"
+    return estimate_tokens, "estimate"
 
 
 @dataclass
