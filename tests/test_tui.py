@@ -205,3 +205,25 @@ def test_an_unexpected_worker_failure_is_shown_and_the_app_lives_on(make_app, mo
             await pilot.press("q")
 
     asyncio.run(run())
+
+
+def test_with_several_candidates_the_selected_one_continues(make_app, tmp_path):
+    app = make_app(reply("relu_torch.py"), reply("slightly_wrong.py"), reply("relu_torch.py"))
+    app.args.candidates = 2
+
+    async def run():
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: len(app.views) == 2 and not app.busy)
+            assert [v.status for v in app.views] == ["correct", "incorrect"]  # ranked, best first
+            labels = [str(item.query_one("Label").render()) for item in app.query("#turns ListItem")]
+            assert "1.1" in labels[0].split() and "1.2" in labels[1].split()  # turn.candidate
+            await pilot.press("down")  # pick the worse one on purpose
+            await pilot.pause()
+            assert app.selected().status == "incorrect"
+            await pilot.press("c")
+            await wait_for(pilot, lambda: len(app.views) >= 3 and not app.busy)
+            await pilot.press("q")
+
+    asyncio.run(run())
+    (attempt,) = session_of(app).of_type("attempt")
+    assert attempt["turn"] == 1 and attempt["feedback"]["status"] == "incorrect"

@@ -199,7 +199,7 @@ class KevinApp(App):
         agent = self.agent
         number = self.pending.number if retry and self.pending else None
         if self.pending is not None and not retry and self.pending.chosen is None and self.pending.candidates:
-            agent.choose(self.pending, self.pending.ranked()[0].index)
+            agent.choose(self.pending, self.chosen_candidate(self.pending))
         self.streaming = TurnView(number or agent.next_number)
         self.query_one("#live", Static).update("")
         self.query_one("#live", Static).display = True
@@ -220,13 +220,19 @@ class KevinApp(App):
         self.pending = turn
         if not turn.candidates:
             return
-        view = view_of(turn, turn.ranked()[0].index)
-        if turn.number in [v.number for v in self.views]:
-            self.views = [v for v in self.views if v.number != turn.number]  # a retry replaces the row
-        self.views.append(view)
-        self.refresh_timeline(select=len(self.views) - 1)
+        self.views = [v for v in self.views if v.number != turn.number]  # a retry replaces its rows
+        first = len(self.views)
+        self.views += [view_of(turn, candidate.index) for candidate in turn.ranked()]
+        self.refresh_timeline(select=first)
         if turn.stopped:
             self.notify("generation stopped; what arrived is kept in the session")
+
+    def chosen_candidate(self, turn: Turn) -> int:
+        """The candidate the user has selected in the timeline, if it is one of this turn's; else the best."""
+        view = self.selected()
+        if view is not None and view.number == turn.number:
+            return view.candidate
+        return turn.ranked()[0].index
 
     # -- rendering -------------------------------------------------------------
 

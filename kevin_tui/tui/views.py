@@ -28,6 +28,7 @@ class TurnView:
     verdict: dict[str, Any] = field(default_factory=dict)
     prompt_tokens: int | None = None
     edited: bool = False
+    of: int = 1  # candidates sampled in this turn
 
     @property
     def glyph(self) -> str:
@@ -38,7 +39,8 @@ class TurnView:
         star = "*" if best else " "
         edited = " ✎" if self.edited else ""
         status = self.status.removesuffix("_error")  # compile, format, runtime: the glyph says error
-        return f"{star}{self.glyph} {self.number:>3} {speed} {status}{edited}"
+        which = f".{self.candidate + 1}" if self.of > 1 else ""
+        return f"{star}{self.glyph} {self.number:>3}{which} {speed} {status}{edited}"
 
 
 def view_of(turn: Turn, index: int) -> TurnView:
@@ -55,6 +57,7 @@ def view_of(turn: Turn, index: int) -> TurnView:
         verdict=candidate.verdict.to_dict() if candidate.verdict else {},
         prompt_tokens=turn.prompt.tokens,
         edited=candidate.edited_code is not None,
+        of=len(turn.candidates),
     )
 
 
