@@ -67,27 +67,15 @@ async def streaming(rate: float, seconds: float, tmp: Path) -> tuple[float, floa
                                       "--script", str(script), "--script-rate", str(rate), "--no-timing",
                                       "--sessions-dir", str(tmp / "sessions")])  # fmt: skip
     app = KevinApp(args=args)
-    lags: list[float] = []
     async with app.run_test(size=(100, 30)) as pilot:
         while not (app.busy and app.streaming is not None):
             await pilot.pause(0.05)
-        last = time.perf_counter()
-
-        def probe() -> None:
-            nonlocal last
-            now = time.perf_counter()
-            lags.append(now - last - 0.02)
-            last = now
-
-        app.set_interval(0.02, probe)
-        cpu0, wall0 = time.process_time(), time.perf_counter()
-        deltas0 = len(app.streaming.reasoning)
-        await pilot.pause(seconds)
-        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-        received = len(app.streaming.reasoning) - deltas0 if app.streaming else 0
+        before = len(app.streaming.reasoning)
+        cpu, worst = await measure(app, pilot, seconds)
+        received = len(app.streaming.reasoning) - before if app.streaming else 0
         app.agent.stop()
         await pilot.press("q")
-    return cpu / wall, max(lags) if lags else 0.0, received // 12
+    return cpu, worst, received // 12
 
 
 async def idle(seconds: float) -> tuple[float, float]:
@@ -96,22 +84,29 @@ async def idle(seconds: float) -> tuple[float, float]:
     from kevin_tui.tui.app import KevinApp
 
     app = KevinApp(session=load_session(REPO / "sessions" / "example-relu.jsonl"))
-    lags: list[float] = []
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause(0.5)
-        last = time.perf_counter()
-
-        def probe() -> None:
-            nonlocal last
-            now = time.perf_counter()
-            lags.append(now - last - 0.02)
-            last = now
-
-        app.set_interval(0.02, probe)
-        cpu0, wall0 = time.process_time(), time.perf_counter()
-        await pilot.pause(seconds)
-        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        result = await measure(app, pilot, seconds)
         await pilot.press("q")
+    return result
+
+
+async def measure(app, pilot, seconds: float) -> tuple[float, float]:
+    """(CPU share of one core, worst event-loop lag) over `seconds`, probing every 20 ms."""
+    lags: list[float] = []
+    last = time.perf_counter()
+
+    def probe() -> None:
+        nonlocal last
+        now = time.perf_counter()
+        lags.append(now - last - 0.02)
+        last = now
+
+    timer = app.set_interval(0.02, probe)
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    await pilot.pause(seconds)
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    timer.stop()
     return cpu / wall, max(lags) if lags else 0.0
 
 
