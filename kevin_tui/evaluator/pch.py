@@ -22,6 +22,7 @@ import shlex
 import subprocess
 import sys
 import sysconfig
+from functools import cache
 from pathlib import Path
 
 HEADER = "torch_extension_pch.h"
@@ -31,6 +32,7 @@ def cxx_compiler() -> str:
     return os.environ.get("CXX", "c++")
 
 
+@cache
 def is_gcc(compiler: str) -> bool:
     try:
         out = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=20).stdout
@@ -39,6 +41,7 @@ def is_gcc(compiler: str) -> bool:
     return "clang" not in out.lower() and ("gcc" in out.lower() or "g++" in out or "Free Software" in out)
 
 
+@cache
 def torch_cxx_std() -> str:
     """The -std flag torch's cpp_extension compiles with (c++17 or c++20 depending on the version)."""
     from torch.utils import cpp_extension
