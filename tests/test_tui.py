@@ -227,3 +227,23 @@ def test_with_several_candidates_the_selected_one_continues(make_app, tmp_path):
     asyncio.run(run())
     (attempt,) = session_of(app).of_type("attempt")
     assert attempt["turn"] == 1 and attempt["feedback"]["status"] == "incorrect"
+
+
+def test_edit_in_editor_with_a_stand_in_editor(make_app, tmp_path, monkeypatch):
+    editor = tmp_path / "fake-editor"
+    editor.write_text("#!/bin/sh\nsed -i 's/ \\* 1.001//' \"$1\"\n")
+    editor.chmod(0o755)
+    app = make_app(reply("slightly_wrong.py"))
+    app.args.inline_editor = False
+    monkeypatch.setenv("EDITOR", str(editor))
+
+    async def run():
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: len(app.views) == 1 and not app.busy)
+            await pilot.press("e")
+            await wait_for(pilot, lambda: len(app.views) == 2 and not app.busy)
+            assert app.views[1].edited and app.views[1].status == "correct"
+            await pilot.press("q")
+
+    asyncio.run(run())
+    assert "1.001" not in session_of(app).of_type("edit")[0]["code"]
