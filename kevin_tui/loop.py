@@ -281,6 +281,9 @@ class Agent:
             verdict = Verdict(Status.FORMAT_ERROR, reason)
         else:
             verdict = await asyncio.to_thread(self.evaluator.evaluate, candidate.code)
+            if verdict.details.get("reference_lost"):  # our failure, not the kernel's: once more, fresh
+                self.record("error", turn=turn.number, message=verdict.message)
+                verdict = await asyncio.to_thread(self.evaluator.evaluate, candidate.code)
             candidate.feedback = feedback_from_verdict(verdict)
         candidate.verdict = verdict
         self.record("evaluation", turn=turn.number, candidate=candidate.index, verdict=verdict.to_dict())

@@ -143,3 +143,13 @@ def test_unusable_problems_raise_problem_error(name, evidence, build_cache):
         problem = load_problem(PROBLEMS / name)
         with Evaluator(problem, EvalOptions(device="cpu", cache_dir=build_cache)) as evaluator:
             evaluator.evaluate(candidate("relu_torch.py"))
+
+
+def test_a_dead_reference_worker_is_reported_and_restarted(relu_problem, build_cache):
+    with Evaluator(relu_problem, EvalOptions(device="cpu", timing=False, cache_dir=build_cache)) as evaluator:
+        assert check(evaluator, "relu_torch.py").status is Status.CORRECT
+        evaluator._reference.proc.kill()  # e.g. the OOM killer
+        lost = check(evaluator, "relu_torch.py")
+        assert lost.status is Status.RUNTIME_ERROR and "reference worker" in lost.message
+        assert lost.details["reference_lost"]
+        assert check(evaluator, "relu_torch.py").status is Status.CORRECT  # a fresh reference worker

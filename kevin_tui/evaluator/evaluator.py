@@ -34,6 +34,10 @@ HIDDEN_WORK_MIN_MS = 0.05
 ProgressFn = Callable[[str, str], None]
 
 
+class ReferenceLost(Exception):
+    """The reference worker died or hung: not the candidate's verdict, and the next one restarts it."""
+
+
 def default_cache_dir() -> Path:
     if explicit := os.environ.get("KEVIN_TUI_CACHE_DIR"):
         return Path(explicit)
@@ -155,11 +159,18 @@ class Evaluator:
         return event
 
     def _ask_reference(self, command: dict[str, Any], expect: str) -> dict[str, Any]:
+        """One request to the reference worker. If it died or hung, it is dropped (the next candidate
+        starts a fresh one) and ReferenceLost says what happened."""
         assert self._reference is not None
         self._reference.send(command)
-        event = self._reference.event(self.options.reference_timeout_s)
+        try:
+            event = self._reference.event(self.options.reference_timeout_s)
+        except (WorkerGone, WorkerTimeout) as exc:
+            self._reference.kill()
+            self._reference, self._ready, self._reference_timings = None, None, None
+            raise ReferenceLost(f"the reference worker {exc} while asked to {command['cmd']}") from None
         if event["event"] != expect:
-            raise RuntimeError(f"reference worker answered {event['event']}: {event.get('message', '')}")
+            raise ReferenceLost(f"the reference worker answered {event['event']}: {event.get('message', '')}")
         return event
 
     def timing_plan(self, device: str) -> dict[str, Any]:
@@ -321,6 +332,9 @@ class _CandidateSession:
                 details={"log": self.worker.log_tail(), "returncode": exc.returncode},
             )
             return self.finish(verdict)
+        except ReferenceLost as exc:
+            message = f"{exc}; it is restarted for the next candidate (evaluate this one again)"
+            return self.finish(Verdict(Status.RUNTIME_ERROR, message, details={"reference_lost": True}))
 
     def _drive(self) -> Verdict:
         event = self.next_event()

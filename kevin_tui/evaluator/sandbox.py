@@ -171,7 +171,8 @@ class WorkerProcess:
         kill_process_group(self.proc, KILL_GRACE_S)
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
-                stream.close()
+                with contextlib.suppress(OSError):  # unsent bytes to a dead process: nothing to save
+                    stream.close()
 
     def close(self) -> None:
         """Ask politely, then make sure."""
