@@ -79,15 +79,27 @@ def _load(args: argparse.Namespace) -> tuple[Problem, Session | None, list[str]]
             raise RunError(str(exc)) from None
         if resumed.warning:
             notices.append(resumed.warning)
-        header = resumed.header["problem"]
         args.session_id = resumed.id
-        return parse_problem_source(header["source"], Path(header["path"])), resumed, notices
+        return _recorded_problem(resumed, notices), resumed, notices
     try:
         problem = load_problem(args.problem)
     except ProblemError as exc:
         raise RunError(str(exc)) from None
     args.session_id = new_session_id()
     return problem, None, notices
+
+
+def _recorded_problem(session: Session, notices: list[str]) -> Problem:
+    """The problem exactly as the session recorded it: its file if unchanged, else a copy beside the session."""
+    recorded = session.header["problem"]
+    original = Path(recorded["path"])
+    if original.exists() and load_problem(original).sha256 == recorded["sha256"]:
+        return load_problem(original)
+    copy = session.path.with_suffix(".problem.py")
+    copy.write_text(recorded["source"])
+    why = "was changed" if original.exists() else "is gone"
+    notices.append(f"{original} {why} since the session began; continuing with the recorded version ({copy})")
+    return parse_problem_source(recorded["source"], copy)
 
 
 @asynccontextmanager

@@ -221,3 +221,17 @@ def test_accept_best_commits_the_fastest_correct_kernel_and_records_it(tmp_path,
     assert log.startswith(accept["commit"]) and "(turn 1)" in log
     assert "Session: " in subprocess.run(["git", "log", "-1", "--format=%B"], cwd=project, capture_output=True,
                                          text=True).stdout  # fmt: skip
+
+
+def test_resume_when_the_problem_file_is_gone_uses_the_recorded_source(tmp_path, script, build_cache, monkeypatch):
+    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+    problem = tmp_path / "relu.py"
+    problem.write_text(RELU.read_text())
+    replies = script(reply("slightly_wrong.py"), reply("relu_torch.py"))
+    assert optimize(tmp_path, "--turns", "1", "--backend", "scripted", "--script", str(replies),
+                    problem=problem).returncode == 0  # fmt: skip
+    problem.unlink()
+    resumed = optimize(tmp_path, "--turns", "1", "--resume", "last", "--backend", "scripted", "--script",
+                       str(replies))  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    assert "is gone since the session began" in resumed.stderr and resumed.stdout.startswith("turn 2:")
