@@ -78,6 +78,8 @@ class SessionWriter:
             self._append({"type": "header", "schema": SCHEMA_VERSION, **(header or {})})
 
     def _append(self, record: dict[str, Any]) -> None:
+        if self.file.closed:  # a late event (a worker winding down after close): still saved
+            self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
         self.file.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
         self.file.flush()
 

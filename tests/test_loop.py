@@ -235,3 +235,14 @@ def test_resume_when_the_problem_file_is_gone_uses_the_recorded_source(tmp_path,
                        str(replies))  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr
     assert "is gone since the session began" in resumed.stderr and resumed.stdout.startswith("turn 2:")
+
+
+def test_an_event_written_after_close_is_still_saved(tmp_path):
+    from kevin_tui.session import SessionWriter
+
+    writer = SessionWriter(tmp_path / "s.jsonl", {"id": "x"})
+    writer.write("prompt", turn=1)
+    writer.close()
+    writer.write("reply", turn=1)  # a worker winding down after the app closed the session
+    writer.close()
+    assert [e["type"] for e in load_session(tmp_path / "s.jsonl").events] == ["prompt", "reply"]

@@ -69,7 +69,9 @@ def test_first_turn_starts_at_once_and_continue_runs_the_next(make_app):
         return app
 
     app = asyncio.run(run())
-    assert [e["turn"] for e in session_of(app).of_type("attempt")] == [1]  # turn 2 not chosen before quitting
+    session = session_of(app)
+    assert [e["turn"] for e in session.of_type("attempt")] == [1]  # turn 2 not chosen before quitting
+    assert session.state == "stopped"
 
 
 def test_note_reaches_the_next_prompt(make_app):

@@ -407,8 +407,10 @@ class KevinApp(App):
         self.call_from_thread(self.notify, message)
 
     async def action_quit(self) -> None:
-        if self.run_state is not None and self.busy:
-            self.agent.stop()
+        if self.run_state is not None:
+            if self.busy:
+                self.agent.stop()
+            self.run_state.writer.write("stop", reason="quit")
         self.closing.set()
         self.exit()
 
