@@ -138,12 +138,11 @@ def start_server(model: Path, log: Path) -> tuple[subprocess.Popen, str]:
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, log.read_text()[-2000:]
+    while time.monotonic() < deadline and proc.poll() is None:
         if get_ok(f"{url}/health", timeout_s=1):
             return proc, url
         time.sleep(0.3)
-    kill_process_group(proc)
+    kill_process_group(proc)  # never leave a server behind, whatever went wrong
     pytest.fail(f"transformers serve did not start: {log.read_text()[-2000:]}")
 
 
