@@ -153,3 +153,43 @@ def test_a_dead_reference_worker_is_reported_and_restarted(relu_problem, build_c
         assert lost.status is Status.RUNTIME_ERROR and "reference worker" in lost.message
         assert lost.details["reference_lost"]
         assert check(evaluator, "relu_torch.py").status is Status.CORRECT  # a fresh reference worker
+
+
+def test_workers_die_with_their_parent_even_when_it_is_sigkilled(tmp_path, build_cache):
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import RELU
+
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import sys, threading, time\n"
+        "from kevin_tui.evaluator import EvalOptions, Evaluator\n"
+        "from kevin_tui.problem import load_problem\n"
+        f"ev = Evaluator(load_problem({str(RELU)!r}), EvalOptions(device='cpu', timing=False, timeout_s=600,\n"
+        f"               cache_dir=__import__('pathlib').Path({str(build_cache)!r})))\n"
+        f"source = open({str(Path(__file__).parent / 'candidates' / 'hang_with_child.py')!r}).read()\n"
+        "threading.Thread(target=ev.evaluate, args=(source,), daemon=True).start()\n"
+        "print(ev.scratch, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})  # fmt: skip
+    scratch = Path(parent.stdout.readline().strip())
+    deadline = time.monotonic() + 60
+    while not list(scratch.glob("candidate-*/child.pid")):
+        assert time.monotonic() < deadline, "the hanging candidate never started"
+        time.sleep(0.2)
+    time.sleep(0.5)
+    child = int(next(scratch.glob("candidate-*/child.pid")).read_text())
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    pytest.fail("the candidate's child outlived the SIGKILLed parent")

@@ -13,7 +13,10 @@ import importlib.util
 import inspect
 import json
 import os
+import signal
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -121,8 +124,21 @@ def environment(device: str) -> dict[str, Any]:
     return info
 
 
+def watch_parent(parent: int, interval_s: float = 0.5) -> None:
+    """If the process that started us dies (even by SIGKILL), take our whole group down with us:
+    a half-finished build or a hanging kernel must not outlive the app that asked for it."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval_s)
+        os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=watch, name="kevin-parent-watch", daemon=True).start()
+
+
 def main() -> None:
     role = sys.argv[1]
+    watch_parent(os.getppid())
     channel = Channel()
     try:
         # Import torch before the request arrives, so a spare worker is ready when it does.
