@@ -63,7 +63,8 @@ def test_first_turn_starts_at_once_and_continue_runs_the_next(make_app):
             await pilot.press("c")
             await wait_for(pilot, lambda: len(app.views) == 2 and not app.busy)
             assert app.views[1].status == "correct"
-            labels = [str(item.query_one("Label").render()) for item in app.query("#turns ListItem")]
+            await wait_for(pilot, lambda: len(app.query("#turns Label")) == 2)  # rows mount asynchronously
+            labels = [str(label.render()) for label in app.query("#turns Label")]
             assert labels[1].startswith("*✓")
             await pilot.press("q")
         return app
@@ -217,7 +218,8 @@ def test_with_several_candidates_the_selected_one_continues(make_app, tmp_path):
         async with app.run_test(size=SIZE) as pilot:
             await wait_for(pilot, lambda: len(app.views) == 2 and not app.busy)
             assert [v.status for v in app.views] == ["correct", "incorrect"]  # ranked, best first
-            labels = [str(item.query_one("Label").render()) for item in app.query("#turns ListItem")]
+            await wait_for(pilot, lambda: len(app.query("#turns Label")) == 2)
+            labels = [str(label.render()) for label in app.query("#turns Label")]
             assert "1.1" in labels[0].split() and "1.2" in labels[1].split()  # turn.candidate
             await pilot.press("down")  # pick the worse one on purpose
             await pilot.pause()

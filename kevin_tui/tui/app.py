@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import shlex
 import subprocess
@@ -20,6 +21,7 @@ from textual import work
 from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.widgets import (
     Footer,
     Label,
@@ -254,7 +256,8 @@ class KevinApp(App):
     def on_list_view_highlighted(self, event: ListView.Highlighted) -> None:
         index = event.list_view.index
         if index is not None and 0 <= index < len(self.views):
-            self.show_view(self.views[index])
+            with contextlib.suppress(NoMatches):  # a late highlight while the app closes: nothing to show
+                self.show_view(self.views[index])
 
     def selected(self) -> TurnView | None:
         index = self.query_one("#turns", ListView).index
