@@ -19,7 +19,7 @@ from kevin_tui.evaluator.verdict import (
     Verdict,
 )
 from kevin_tui.models.factory import add_backend_options
-from kevin_tui.problem import ProblemError, load_problem
+from kevin_tui.problem import Problem, ProblemError, load_problem
 from kevin_tui.protocol.prompt import DEFAULT_BUDGET
 from kevin_tui.repo import AcceptInfo, GitProblem, KernelRepo, kernel_file_text, kernel_path_for
 
@@ -29,11 +29,17 @@ exit codes: 0 correct; 3 compiled (built, but no CUDA device to run it);
 evaluate it (CPU-only torch, no nvcc, no such device)."""
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
+def problem_or_report(path: str) -> Problem | None:
+    """The problem, or None after saying on stderr what is wrong with the file."""
     try:
-        problem = load_problem(args.problem)
+        return load_problem(path)
     except ProblemError as exc:
         print(f"kevin-tui: {exc}", file=sys.stderr)
+        return None
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    if (problem := problem_or_report(args.problem)) is None:
         return EXIT_PROBLEM_UNUSABLE
     try:
         source = Path(args.candidate).read_text()
@@ -109,10 +115,7 @@ def cmd_undo(args: argparse.Namespace) -> int:
 def cmd_ask_entry(args: argparse.Namespace) -> int:
     from kevin_tui.ask import cmd_ask
 
-    try:
-        problem = load_problem(args.problem)
-    except ProblemError as exc:
-        print(f"kevin-tui: {exc}", file=sys.stderr)
+    if (problem := problem_or_report(args.problem)) is None:
         return EXIT_PROBLEM_UNUSABLE
     return cmd_ask(args, problem)
 
@@ -127,12 +130,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         from kevin_tui.headless import run_headless
 
         return asyncio.run(run_headless(args))
-    if not args.resume:  # fail before the full-screen app opens, where a message is easy to read
-        try:
-            load_problem(args.problem)
-        except ProblemError as exc:
-            print(f"kevin-tui: {exc}", file=sys.stderr)
-            return EXIT_PROBLEM_UNUSABLE
+    if not args.resume and problem_or_report(args.problem) is None:  # before the full-screen app opens
+        return EXIT_PROBLEM_UNUSABLE
     from kevin_tui.tui.app import KevinApp
 
     KevinApp(args=args).run()
@@ -140,18 +139,21 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from kevin_tui.headless import cmd_replay_headless
-
-    if args.headless or args.json:
-        return cmd_replay_headless(args)
     from kevin_tui.session import SessionError, load_session
-    from kevin_tui.tui.app import KevinApp
 
     try:
         session = load_session(Path(args.file))
     except SessionError as exc:
         print(f"kevin-tui: {exc}", file=sys.stderr)
         return EXIT_PROBLEM_UNUSABLE
+    if args.headless or args.json:
+        from kevin_tui.headless import replay_headless
+
+        if session.warning:
+            print(f"kevin-tui: {session.warning}", file=sys.stderr)
+        return replay_headless(session, args)
+    from kevin_tui.tui.app import KevinApp
+
     KevinApp(session=session).run()
     return 0
 

@@ -17,13 +17,12 @@ from pathlib import Path
 from kevin_tui.evaluator import EvalOptions, Evaluator
 from kevin_tui.loop import Turn
 from kevin_tui.models.base import BackendError
-from kevin_tui.problem import parse_problem_source
 from kevin_tui.protocol.prompt import best_attempt
 from kevin_tui.repo import GitProblem
-from kevin_tui.run import Run, RunError, accept_attempt, open_run
-from kevin_tui.session import Session, SessionError, load_session
+from kevin_tui.run import Run, RunError, accept_attempt, open_run, recorded_problem
+from kevin_tui.session import Session, SessionError, candidate_key, load_session
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 
 
 def turn_record(turn: int, candidate: int | None, status: str, speedup: float | None, message: str) -> dict:
@@ -100,14 +99,12 @@ def _record_for(turn: Turn, index: int, trajectory: int, trajectories: int) -> d
 
 def replay_records(session: Session) -> list[dict]:
     """One record per turn: the chosen attempt's verdict, as headless printed it."""
-    verdicts = {
-        (e.get("trajectory", 0), e["turn"], e["candidate"]): e["verdict"] for e in session.of_type("evaluation")
-    }
+    evaluations = session.by_candidate("evaluation")
     several = session.header.get("trajectories", 1) > 1
     records = []
     for attempt in session.of_type("attempt"):
         trajectory = attempt.get("trajectory", 0)
-        verdict = verdicts.get((trajectory, attempt["turn"], attempt["candidate"]), {})
+        verdict = evaluations.get(candidate_key(attempt), {}).get("verdict", {})
         record = turn_record(
             attempt["turn"],
             attempt["candidate"],
@@ -121,34 +118,29 @@ def replay_records(session: Session) -> list[dict]:
     return records
 
 
-def cmd_replay_headless(args: argparse.Namespace) -> int:
-    try:
-        session = load_session(Path(args.file))
-    except SessionError as exc:
-        print(f"kevin-tui: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    if session.warning:
-        print(f"kevin-tui: {session.warning}", file=sys.stderr)
+def replay_headless(session: Session, args: argparse.Namespace) -> int:
+    """The turns of a loaded session as headless printed them; with --reeval, judged again here."""
     records = replay_records(session)
-    if args.reeval:
-        source = session.header["problem"]["source"]
-        code = {(a.get("trajectory", 0), a["turn"]): a["code"] for a in session.of_type("attempt")}
-        with tempfile.TemporaryDirectory(prefix="kevin-replay-") as tmp:
-            problem = parse_problem_source(source, Path(tmp) / Path(session.header["problem"]["path"]).name)
-            problem.path.write_text(source)  # the reference as recorded, for the workers to import
-            with Evaluator(problem, EvalOptions(device=args.device)) as evaluator:
-                for record in records:
-                    source = code.get((record.get("trajectory", 0), record["turn"]))
-                    new = evaluator.evaluate(source) if source else None
-                    record["reeval"] = {
-                        "status": new.status.value if new else "format_error",
-                        "speedup": new.speedup if new else None,
-                        "device": new.device if new else None,
-                    }
-                    _print_replay(record, args.json)
+    if not args.reeval:
+        for record in records:
+            _print_replay(record, args.json)
         return EXIT_OK
-    for record in records:
-        _print_replay(record, args.json)
+    kernels = {(a.get("trajectory", 0), a["turn"]): a["code"] for a in session.of_type("attempt")}
+    with tempfile.TemporaryDirectory(prefix="kevin-replay-") as tmp:
+        notices: list[str] = []
+        problem = recorded_problem(session, Path(tmp) / "problem.py", notices)
+        for notice in notices:
+            print(f"kevin-tui: {notice}", file=sys.stderr)
+        with Evaluator(problem, EvalOptions(device=args.device)) as evaluator:
+            for record in records:
+                kernel = kernels.get((record.get("trajectory", 0), record["turn"]))
+                new = evaluator.evaluate(kernel) if kernel else None
+                record["reeval"] = {
+                    "status": new.status.value if new else "format_error",
+                    "speedup": new.speedup if new else None,
+                    "device": new.device if new else None,
+                }
+                _print_replay(record, args.json)
     return EXIT_OK
 
 

@@ -19,7 +19,7 @@ from kevin_tui import __version__
 from kevin_tui.evaluator import EnvironmentProblem, Evaluator
 from kevin_tui.evaluator.cli_options import options_from
 from kevin_tui.loop import Agent, Listener, LoopConfig
-from kevin_tui.models.base import Backend
+from kevin_tui.models.base import Backend, Sampling
 from kevin_tui.models.factory import backend_config_from, open_backend
 from kevin_tui.models.vllm_server import ProgressFn
 from kevin_tui.problem import Problem, ProblemError, load_problem, parse_problem_source
@@ -53,7 +53,7 @@ class Run:
 
 
 def session_header(
-    problem: Problem, args: argparse.Namespace, backend: Backend, templates: Templates, env: dict
+    problem: Problem, args: argparse.Namespace, backend: Backend, sampling: Sampling, templates: Templates, env: dict
 ) -> dict:
     return {
         "id": args.session_id,
@@ -61,7 +61,7 @@ def session_header(
         "problem": {"path": str(problem.path), "sha256": problem.sha256, "source": problem.source},
         "model": backend.model,
         "backend": backend.name,
-        "sampling": asdict(backend_config_from(args).sampling),
+        "sampling": asdict(sampling),
         "prompts_version": templates.version,
         "budget": args.budget,
         "candidates": args.candidates,
@@ -80,7 +80,7 @@ def _load(args: argparse.Namespace) -> tuple[Problem, Session | None, list[str]]
         if resumed.warning:
             notices.append(resumed.warning)
         args.session_id = resumed.id
-        return _recorded_problem(resumed, notices), resumed, notices
+        return recorded_problem(resumed, resumed.path.with_suffix(".problem.py"), notices), resumed, notices
     try:
         problem = load_problem(args.problem)
     except ProblemError as exc:
@@ -89,16 +89,18 @@ def _load(args: argparse.Namespace) -> tuple[Problem, Session | None, list[str]]
     return problem, None, notices
 
 
-def _recorded_problem(session: Session, notices: list[str]) -> Problem:
-    """The problem exactly as the session recorded it: its file if unchanged, else a copy beside the session."""
+def recorded_problem(session: Session, copy: Path, notices: list[str]) -> Problem:
+    """The problem exactly as the session recorded it: its file if unchanged, else the recorded source
+    written to `copy` (the workers import problems from files)."""
     recorded = session.header["problem"]
     original = Path(recorded["path"])
-    if original.exists() and load_problem(original).sha256 == recorded["sha256"]:
-        return load_problem(original)
-    copy = session.path.with_suffix(".problem.py")
+    if original.exists():
+        on_disk = load_problem(original)
+        if on_disk.sha256 == recorded["sha256"]:
+            return on_disk
     copy.write_text(recorded["source"])
     why = "was changed" if original.exists() else "is gone"
-    notices.append(f"{original} {why} since the session began; continuing with the recorded version ({copy})")
+    notices.append(f"{original} {why} since the session began; using the recorded version ({copy})")
     return parse_problem_source(recorded["source"], copy)
 
 
@@ -116,14 +118,16 @@ async def open_run(
             raise RunError(str(exc)) from None
         except EnvironmentProblem as exc:
             raise RunError(f"cannot evaluate here: {exc}") from None
-        async with open_backend(backend_config_from(args), progress) as backend:
+        backend_config = backend_config_from(args)
+        sampling = backend_config.sampling
+        async with open_backend(backend_config, progress) as backend:
             path = resumed.path if resumed else Path(args.sessions_dir) / f"{args.session_id}.jsonl"
-            header = None if resumed else session_header(problem, args, backend, templates, environment)
+            header = None if resumed else session_header(problem, args, backend, sampling, templates, environment)
             writer = SessionWriter(path, header)
             try:
                 counter, counted_with = token_counter(backend)
                 builder = PromptBuilder(templates, problem.source, args.budget, counter, counted_with)
-                config = LoopConfig(args.candidates, args.budget, backend_config_from(args).sampling)
+                config = LoopConfig(args.candidates, args.budget, sampling)
                 count = resumed.header.get("trajectories", 1) if resumed else args.trajectories
                 agents = [
                     Agent(builder, backend, evaluator, templates, writer, config, listener, t) for t in range(count)

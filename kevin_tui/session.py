@@ -24,6 +24,10 @@ class SessionError(Exception):
     pass
 
 
+def candidate_key(event: dict[str, Any]) -> tuple[int, int, int]:
+    return (event.get("trajectory", 0), event["turn"], event.get("candidate", 0))
+
+
 def new_session_id() -> str:
     return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
 
@@ -41,6 +45,10 @@ class Session:
 
     def of_type(self, kind: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e["type"] == kind]
+
+    def by_candidate(self, kind: str) -> dict[tuple[int, int, int], dict[str, Any]]:
+        """Events of one kind keyed by (trajectory, turn, candidate), to join replies, verdicts, attempts."""
+        return {candidate_key(e): e for e in self.of_type(kind)}
 
     @property
     def turns(self) -> int:

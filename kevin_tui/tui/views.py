@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kevin_tui.loop import Turn
-from kevin_tui.session import Session
+from kevin_tui.session import Session, candidate_key
 
 GLYPHS = {  # narrow in every common monospace font (emoji widths vary between terminals)
     "correct": "✓", "compiled": "◇", "incorrect": "✗", "rejected": "⊘", "runtime_error": "!",
@@ -64,17 +64,14 @@ def view_of(turn: Turn, index: int) -> TurnView:
 def views_of_session(session: Session) -> list[TurnView]:
     """One view per attempt that entered the history, with its reply and verdict."""
 
-    def key(event: dict) -> tuple:
-        return (event.get("trajectory", 0), event["turn"], event.get("candidate", 0))
-
-    replies = {key(e): e for e in session.of_type("reply")}
-    verdicts = {key(e): e["verdict"] for e in session.of_type("evaluation")}
+    replies = session.by_candidate("reply")
+    evaluations = session.by_candidate("evaluation")
     prompts = {(e.get("trajectory", 0), e["turn"]): e.get("tokens") for e in session.of_type("prompt")}
     views = []
     for attempt in session.of_type("attempt"):
-        k = key(attempt)
+        k = candidate_key(attempt)
         reply = replies.get(k, {})
-        verdict = verdicts.get(k, {})
+        verdict = evaluations.get(k, {}).get("verdict", {})
         views.append(
             TurnView(
                 number=attempt["turn"],
