@@ -71,6 +71,7 @@ class Verdict:
     details: dict[str, Any] = field(default_factory=dict)
     speedup: float | None = None
     speedup_compile: float | None = None
+    speedup_interval: list[float] | None = None  # [low, high] of the speedup vs eager, 95% bootstrap
     candidate_ms: float | None = None
     reference_ms: float | None = None
     reference_compile_ms: float | None = None
@@ -97,6 +98,7 @@ class Verdict:
             details=data.get("details") or {},
             speedup=data.get("speedup"),
             speedup_compile=data.get("speedup_compile"),
+            speedup_interval=data.get("speedup_interval"),
             candidate_ms=data.get("candidate_ms"),
             reference_ms=data.get("reference_ms"),
             reference_compile_ms=data.get("reference_compile_ms"),
