@@ -35,3 +35,36 @@ def kill_process_group(proc: subprocess.Popen, grace_s: float = 2.0) -> None:
             break
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=5)
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    return raw[raw.rfind(")") + 2 :].split()  # after "pid (comm) "; comm may hold spaces
+
+
+def descendants(root: int) -> list[int]:
+    """`root` and every process below it (by parent pid), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (fields := _stat_fields(int(entry))) is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        stack.extend(children.get(pid, []))
+    return found
+
+
+def cpu_seconds(root: int) -> float:
+    """CPU time (user + system) used so far by `root` and its descendants, as /proc shows it."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in descendants(root):
+        if (fields := _stat_fields(pid)) is not None:
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks

@@ -52,6 +52,31 @@ def relu_problem():
     return load_problem(RELU)
 
 
+def processes_with(marker: str) -> list[int]:
+    """Pids of processes (anywhere on the machine) whose command line contains `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def gone_within(marker: str, seconds: float) -> bool:
+    """True once no process carrying `marker` is left (waiting up to `seconds`)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while processes_with(marker):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def candidate(name: str) -> str:
     return (CANDIDATES / name).read_text()
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
-from kevin_tui.evaluator.sandbox import worker_env
+from kevin_tui.evaluator.host.builds import FlagRefused, normalise_flags
+from kevin_tui.evaluator.host.sandbox import worker_env
 from tests.conftest import candidate
 
 NVCC_AVAILABLE = Path(worker_env().get("CUDA_HOME", "/nonexistent"), "bin", "nvcc").exists()
@@ -51,16 +52,48 @@ def test_same_extension_name_with_other_source_never_collides(relu_cpu):
     assert all(d.name.startswith("relu_ext-") for d in build_dirs(wrong) + build_dirs(right))
 
 
-def test_lock_left_by_a_killed_build_does_not_hang_the_next(relu_cpu):
+def test_a_library_changed_after_its_build_is_never_loaded_again(relu_cpu):
     first = relu_cpu.evaluate(candidate("relu_cpp.py"))
     (directory,) = build_dirs(first)
-    (directory / "lock").write_text("")  # what torch's FileBaton leaves when its builder is SIGKILLed
-    relu_cpu.options.build_timeout_s = 60
-    try:
-        again = relu_cpu.evaluate(candidate("relu_cpp.py"))
-    finally:
-        relu_cpu.options.build_timeout_s = 600
+    library = directory / "relu_ext.so"
+    original = library.read_bytes()
+    library.write_bytes(original[:-16] + b"\0" * 16)  # what a poisoned cache entry looks like
+    again = relu_cpu.evaluate(candidate("relu_cpp.py"))
     assert again.status is Status.CORRECT, again.message
+    (build,) = again.details["builds"]
+    assert not build["cached"]  # the altered library was refused and rebuilt, not loaded
+    assert library.read_bytes() != original[:-16] + b"\0" * 16
+
+
+def test_empty_and_repeated_flags_are_dropped_and_dangerous_ones_refused():
+    assert normalise_flags(["", "-O2", " ", "-O3", "-O2"]) == ["-O3", "-O2"]
+    assert normalise_flags(["-gencode", "arch=a", "-gencode", "arch=b"]) == ["-gencode", "arch=a", "-gencode", "arch=b"]
+    for flag in (["-wrapper", "sh,-c,id"], ["-fplugin=/tmp/x.so"], ["-B/tmp"], ["-o", "/x"], ["-Xcompiler", "-fplugin=x"],
+                 ["--compiler-bindir=/tmp"], ["-Wl,-plugin,/x.so"], ["@/tmp/args"]):  # fmt: skip
+        with pytest.raises(FlagRefused):
+            normalise_flags(flag)
+
+
+def test_an_empty_flag_builds_at_once_and_shares_the_build(relu_cpu):
+    source = candidate("relu_cpp.py")
+    plain = relu_cpu.evaluate(source)
+    padded = relu_cpu.evaluate(source.replace('extra_cflags=["-O2"]', 'extra_cflags=["", "-O2", ""]'))
+    assert padded.status is Status.CORRECT, padded.message
+    assert build_dirs(plain) == build_dirs(padded) and padded.details["builds"][0]["cached"]
+
+
+def test_a_build_failure_the_candidate_swallows_is_still_a_compile_error(relu_cpu):
+    verdict = relu_cpu.evaluate(candidate("fallback_hides_failed_build.py"))
+    assert verdict.status is Status.COMPILE_ERROR, verdict.message
+    assert "fallback hid this" in verdict.message and "undeclared_name" in verdict.message
+    assert verdict.details["compiler_errors"][0]["candidate_line"] is not None
+
+
+def test_a_flag_that_runs_programs_is_refused_as_a_compile_error(relu_cpu):
+    verdict = relu_cpu.evaluate(
+        candidate("relu_cpp.py").replace('extra_cflags=["-O2"]', 'extra_cflags=["-wrapper", "sh,-c,touch /tmp/pwned"]')
+    )
+    assert verdict.status is Status.COMPILE_ERROR and "not allowed" in verdict.message
 
 
 @needs_nvcc

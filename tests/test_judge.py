@@ -1,10 +1,17 @@
+import pytest
 import torch
 
-from kevin_tui.evaluator.judge import Leaf, compare_tensor, judge
+from kevin_tui.evaluator.worker import tensorfile
+from kevin_tui.evaluator.worker.judge import compare_tensor, judge_trial
+from kevin_tui.evaluator.worker.tensorfile import Leaf, Other
 
 
-def plain(t: torch.Tensor) -> list[Leaf]:
-    return [Leaf("torch.Tensor", t, "cpu")]
+def plain(t: torch.Tensor, device: str = "cpu") -> Leaf:
+    return Leaf(t, device)
+
+
+def judge(ref, runs, previous=None):
+    return judge_trial(ref, runs, "cpu", None, None, "trial 2", previous)
 
 
 def test_equal_outputs_pass():
@@ -69,33 +76,55 @@ def test_mismatch_figures_point_at_the_worst_element():
 
 def test_subclass_and_device_rejected():
     ref = torch.randn(3)
-    runs = [{"before": [Leaf("__main__.Agreeable", None, None)], "after": plain(ref)}]
-    verdict = judge([ref], runs, "cpu")
-    assert not verdict.passed and "not a plain torch.Tensor" in verdict.message
-    runs = [{"before": [Leaf("torch.Tensor", ref, "cuda:0")], "after": plain(ref)}]
-    assert "cuda:0" in judge([ref], runs, "cpu").message
+    verdict = judge(ref, {"before": Other("__main__.Agreeable"), "after": plain(ref)})
+    assert not verdict.passed and "__main__.Agreeable, not a plain torch.Tensor" in verdict.message
+    assert "cuda:0" in judge(ref, {"before": plain(ref, "cuda:0")}).message
 
 
 def test_stale_answer_is_named():
-    refs = [torch.randn(5), torch.randn(5)]
-    runs = [
-        {"before": plain(refs[0]), "after": plain(refs[0])},
-        {"before": plain(refs[0]), "after": plain(refs[0])},
-    ]
-    verdict = judge(refs, runs, "cpu")
+    first, second = torch.randn(5), torch.randn(5)
+    verdict = judge(second, {"before": plain(first)}, previous={"before": plain(first)})
     assert not verdict.passed and "previous call" in verdict.message
-    assert verdict.mismatch["trial"] == 2
 
 
-def test_tuple_outputs():
+def test_exact_structure_is_required():
     a, b = torch.randn(2), torch.randn(3)
-    runs = [{"before": plain(a) + plain(b), "after": plain(a) + plain(b)}]
-    assert judge([(a, b)], runs, "cpu").passed
-    runs = [{"before": plain(a), "after": plain(a)}]
-    assert "1 outputs, expected 2" in judge([(a, b)], runs, "cpu").message
+    assert judge((a, b), {"before": (plain(a), plain(b))}).passed
+    assert "1 outputs, expected 2" in judge((a, b), {"before": (plain(a),)}).message
+    assert "returned a list, expected a tuple" in judge((a, b), {"before": [plain(a), plain(b)]}).message
+    assert "returned a list, not a plain torch.Tensor" in judge(a, {"before": [plain(a)]}).message
+    assert "expected a tuple" in judge((a,), {"before": Other("collections.MyTuple")}).message
 
 
 def test_integer_outputs_need_exact_match():
     ref = torch.arange(5)
     assert compare_tensor(ref, ref.clone(), None, None) is None
     assert compare_tensor(ref, ref + 1, None, None) is not None
+
+
+def test_a_large_output_is_judged_in_float32_quickly():
+    import time
+
+    ref = torch.randn(16_000_000)
+    started = time.perf_counter()
+    assert compare_tensor(ref, ref.clone(), None, None) is None
+    assert time.perf_counter() - started < 10  # float64 on the CPU took ~10 s per output of this size
+
+
+def test_files_round_trip_exact_types_and_refuse_garbage(tmp_path):
+    import collections
+
+    Pair = collections.namedtuple("Pair", "a b")
+    value = [torch.randn(2, 3).to(torch.bfloat16), (torch.arange(4), 3.5, float("nan"), None, "x"), Pair(1, 2)]
+    tensorfile.write(tmp_path / "v.kt", value)
+    back = tensorfile.read(tmp_path / "v.kt", with_devices=True)
+    assert torch.equal(back[0].tensor, value[0]) and back[0].device == "cpu"
+    assert type(back[1]) is tuple and back[1][1] == 3.5 and back[1][2] != back[1][2] and back[1][3] is None
+    assert isinstance(back[2], Other) and back[2].type_name.endswith("Pair")
+    raw = (tmp_path / "v.kt").read_bytes()
+    (tmp_path / "cut.kt").write_bytes(raw[:-5])
+    with pytest.raises(tensorfile.TensorFileError, match="truncated"):
+        tensorfile.read(tmp_path / "cut.kt")
+    (tmp_path / "pickle.kt").write_bytes(b"\x80\x04garbage")
+    with pytest.raises(tensorfile.TensorFileError):
+        tensorfile.read(tmp_path / "pickle.kt")

@@ -1,4 +1,4 @@
-from kevin_tui.evaluator.light_headers import light_prelude, without_heavy_includes
+from kevin_tui.evaluator.worker.light_headers import light_prelude, without_heavy_includes
 from tests.conftest import candidate
 
 KEVIN_STYLE = """

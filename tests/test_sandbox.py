@@ -1,3 +1,5 @@
+"""The host's view of workers: environment, sandbox choice, kills, and a protocol that refuses garbage."""
+
 import os
 import signal
 import sys
@@ -5,7 +7,10 @@ import time
 
 import pytest
 
-from kevin_tui.evaluator.sandbox import WorkerGone, WorkerProcess, WorkerTimeout, describe_exit, worker_env
+from kevin_tui.evaluator.host import sandbox as sandboxes
+from kevin_tui.evaluator.host.sandbox import Limits, Sandbox, choose, worker_env
+from kevin_tui.evaluator.host.workers import WorkerGone, WorkerProcess, WorkerTimeout, describe_exit
+from kevin_tui.evaluator.protocol import ProtocolViolation, parse_event
 
 
 def test_worker_env_drops_credentials_and_keeps_the_toolchain():
@@ -17,16 +22,9 @@ def test_worker_env_drops_credentials_and_keeps_the_toolchain():
     env = worker_env(base, gpu_visible=True)
     assert env["PATH"] == "/usr/bin" and env["CUDA_HOME"] == "/opt/cuda" and env["LC_ALL"] == "C"
     assert env["TORCH_CUDA_ARCH_LIST"] == "8.0"
-    for name in (
-        "OPENAI_API_KEY",
-        "HF_TOKEN",
-        "AWS_SECRET_ACCESS_KEY",
-        "DB_PASSWORD",
-        "GITHUB_PAT",
-        "TORCH_HUB_TOKEN",
-        "RANDOM_THING",
-        "SSH_AUTH_SOCK",
-    ):
+    assert env["HOME"] == sandboxes.SANDBOX_HOME and env["TMPDIR"] == "/tmp"  # never the user's HOME
+    for name in ("OPENAI_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "GITHUB_PAT",
+                 "TORCH_HUB_TOKEN", "RANDOM_THING", "SSH_AUTH_SOCK"):  # fmt: skip
         assert name not in env, name
 
 
@@ -40,18 +38,46 @@ def test_describe_exit():
     assert describe_exit(0) == "exited with code 0"
 
 
+def test_the_best_sandbox_is_chosen_and_off_says_why(monkeypatch):
+    assert choose("auto").kind == "bwrap"  # CI installs bubblewrap
+    assert choose("unshare").kind == "unshare"
+    off = choose("off")
+    assert off.kind == "off" and off.describe() == "off (--sandbox off)"
+    monkeypatch.setattr(sandboxes, "_works", lambda kind: f"{kind} is not installed")
+    fallback = choose("auto")
+    assert fallback.kind == "off" and "bwrap is not installed" in fallback.describe()
+    with pytest.raises(sandboxes.SandboxUnavailable, match="--sandbox required"):
+        choose("required")
+
+
+def test_the_project_and_home_are_not_bound_into_a_sandbox():
+    paths = {b.path for b in sandboxes.system_binds()}
+    root = sandboxes.package_root()
+    assert str(root / "kevin_tui") in paths and str(root) not in paths
+    assert os.path.expanduser("~") not in paths
+
+
+OFF = Sandbox("off", "test")
+
+
 @pytest.fixture
 def spawn(tmp_path, monkeypatch):
-    def make(script: str) -> WorkerProcess:
+    """A WorkerProcess running a stand-in script (given the same pipes) instead of the real worker."""
+
+    def make(script: str, sandbox: Sandbox = OFF) -> WorkerProcess:
         original = __import__("subprocess").Popen
 
         def popen(cmd, **kwargs):
-            return original([sys.executable, "-c", script], **kwargs)
+            fds = [str(fd) for fd in kwargs["pass_fds"]]
+            return original([sys.executable, "-c", script, *fds], **kwargs)
 
-        monkeypatch.setattr("kevin_tui.evaluator.sandbox.subprocess.Popen", popen)
-        return WorkerProcess("candidate", {}, tmp_path, tmp_path / "log", {"PATH": os.environ["PATH"]})
+        monkeypatch.setattr("kevin_tui.evaluator.host.workers.subprocess.Popen", popen)
+        return WorkerProcess("candidate", tmp_path, {"PATH": os.environ["PATH"]}, sandbox, [], Limits())
 
     return make
+
+
+EMIT = "import json, os, sys, time\nout = os.fdopen(int(sys.argv[2]), 'w', buffering=1)\n"
 
 
 def test_kill_takes_down_grandchildren_that_ignore_sigterm(spawn, tmp_path):
@@ -75,9 +101,10 @@ def test_kill_takes_down_grandchildren_that_ignore_sigterm(spawn, tmp_path):
         os.kill(grandchild, 0)
 
 
-def test_events_timeout_and_death(spawn):
-    worker = spawn("import json, sys, time; print(json.dumps({'event': 'hello'}), flush=True); time.sleep(600)")
-    assert worker.event(10)["event"] == "hello"
+def test_events_are_stamped_and_timeouts_and_death_are_told_apart(spawn):
+    worker = spawn(EMIT + "out.write(json.dumps({'event': 'loaded'}) + '\\n'); time.sleep(600)")
+    arrived = worker.arrival(10)
+    assert arrived.event["event"] == "loaded" and arrived.at <= time.perf_counter()
     with pytest.raises(WorkerTimeout):
         worker.event(0.2)
     worker.kill()
@@ -85,8 +112,39 @@ def test_events_timeout_and_death(spawn):
         worker.event(5)
 
 
-def test_garbage_on_the_protocol_is_ignored(spawn):
-    worker = spawn("import sys; print('not json'); print('[1, 2]'); print('{\"event\": \"ok\"}'); sys.stdout.flush()")
-    assert worker.event(10)["event"] == "ok"
-    with pytest.raises(WorkerGone, match="exited with code 0"):
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ("not json", "not JSON"),
+        ("[1, 2]", "not an event object"),
+        ('{"event": "final", "status": "correct", "message": "", "details": {}}', "status"),
+        ('{"event": "checked", "outputs_path": "/tmp/x"}', "unknown event"),
+        (
+            '{"event": "round_done", "round": 1, "samples_ms": [-1.0], "synced_ms": null, "control_ms": null}',
+            "samples_ms",
+        ),
+        (
+            '{"event": "round_done", "round": 1, "samples_ms": [1e309], "synced_ms": null, "control_ms": null}',
+            "not JSON|samples_ms",
+        ),
+        ('{"event": "loaded", "extra": 1}', "unexpected fields"),
+        ("[" * 100_000, "not JSON"),
+    ],
+)
+def test_anything_off_protocol_is_a_violation_not_a_crash(line, why):
+    with pytest.raises(ProtocolViolation, match=why):
+        parse_event("candidate", line.encode())
+
+
+def test_a_worker_writing_garbage_is_reported_as_a_violation(spawn):
+    worker = spawn(EMIT + 'out.write(\'{"event": "final", "status": "correct"}\\n\'); time.sleep(600)')
+    with pytest.raises(ProtocolViolation):
         worker.event(10)
+    worker.kill()
+
+
+def test_a_flood_of_bytes_without_a_newline_is_refused(spawn):
+    worker = spawn(EMIT + "out.write('x' * (3 << 20)); out.flush(); time.sleep(600)")
+    with pytest.raises(ProtocolViolation, match="bytes"):
+        worker.event(20)
+    worker.kill()

@@ -1,4 +1,4 @@
-from kevin_tui.evaluator.static_checks import run_static_checks
+from kevin_tui.evaluator.host.static_checks import run_static_checks
 from tests.conftest import candidate
 
 
@@ -83,3 +83,47 @@ def test_monkey_patching():
     assert "monkey_patch" in codes(candidate("patched_timer.py"))
     assert "monkey_patch" in codes(candidate("patched_allclose.py"))
     assert "monkey_patch" in codes("import torch\nsetattr(torch, 'allclose', None)\nclass ModelNew: pass\n")
+
+
+def test_the_word_load_inline_in_a_docstring_is_not_a_kernel():
+    src = '''"""Uses load_inline and a __global__ kernel, honestly."""
+import torch
+class ModelNew:
+    def forward(self, x):
+        return x.clamp(min=0)
+'''
+    assert {"no_custom_kernel", "torch_compute_ops"} <= codes(src)
+
+
+def test_a_build_through_an_alias_is_a_kernel():
+    src = "from torch.utils import cpp_extension as ce\next = ce.load_inline(name='k', cpp_sources='')\nclass ModelNew: pass\n"
+    assert "no_custom_kernel" not in codes(src)
+    triton = "import triton\n@triton.jit\ndef k(x):\n    pass\nclass ModelNew: pass\n"
+    assert "no_custom_kernel" not in codes(triton)
+
+
+def test_compute_is_found_in_helpers_methods_operators_and_aliases():
+    for body in (
+        "def helper(x):\n    return x @ x\nclass ModelNew:\n    def forward(self, x):\n        return helper(x)\n",
+        "class ModelNew:\n    def forward(self, x, w):\n        return x.matmul(w)\n",
+        "import torch.nn.functional as nnf\nact = nnf.relu\nclass ModelNew:\n    def forward(self, x):\n        return act(x)\n",
+        "import torch\nf = torch.nn.functional\nclass ModelNew:\n    def forward(self, x):\n        return f.gelu(x)\n",
+    ):
+        assert "torch_compute_ops" in codes(body), body
+
+
+def test_the_extensions_own_functions_are_not_torch_compute():
+    src = (
+        "from torch.utils.cpp_extension import load_inline\n"
+        "ext = load_inline(name='k', cpp_sources='', functions=['relu'])\n"
+        "class ModelNew:\n    def forward(self, x):\n        return ext.relu(x)\n"
+    )
+    assert codes(src) == set()
+
+
+def test_suppress_is_a_fallback_and_introspection_is_named():
+    suppress = "import contextlib\nclass ModelNew:\n    def forward(self, x):\n        with contextlib.suppress(Exception):\n            return ext.k(x)\n"
+    assert "try_except_fallback" in codes(suppress)
+    for snippet in ("import sys\nsys._getframe(1)", "import gc\ngc.get_referrers(1)", "import ctypes",
+                    "import torch\ngetattr(torch, 're' + 'lu')"):  # fmt: skip
+        assert "introspection" in codes(snippet + "\nclass ModelNew: pass\n"), snippet

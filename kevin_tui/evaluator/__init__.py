@@ -1,7 +1,10 @@
-"""Judging candidate kernels: compile, check and time them against the reference, in isolation."""
+"""Judging candidate kernels: build, check and time them against the reference, in sandboxed workers.
 
-from kevin_tui.evaluator.build import EnvironmentProblem
-from kevin_tui.evaluator.evaluator import EvalOptions, Evaluator
-from kevin_tui.evaluator.verdict import Status, Verdict
+`host/` is the caller's side (trusted: it decides every verdict); `worker/` is what runs inside the
+sandboxed worker processes (checked, never believed); `protocol.py` is what may pass between them.
+"""
+
+from kevin_tui.evaluator.host.evaluator import EvalOptions, Evaluator
+from kevin_tui.evaluator.verdict import EnvironmentProblem, Status, Verdict
 
 __all__ = ["EnvironmentProblem", "EvalOptions", "Evaluator", "Status", "Verdict"]

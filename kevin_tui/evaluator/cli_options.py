@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kevin_tui.evaluator.evaluator import EvalOptions
+from kevin_tui.evaluator.host.evaluator import EvalOptions
+from kevin_tui.evaluator.host.sandbox import MODES
 
 
 def positive_float(text: str) -> float:
@@ -20,6 +21,19 @@ def positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError("must be positive")
     return value
+
+
+def memory_size(text: str) -> int:
+    """'16G', '512M', '2048' (bytes)."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    text = text.strip().upper().removesuffix("B")
+    try:
+        value = float(text[:-1]) * units[text[-1]] if text and text[-1] in units else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 16G)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return int(value)
 
 
 def add_eval_options(parser: argparse.ArgumentParser, device_aliases: tuple[str, ...] = ()) -> None:
@@ -59,7 +73,34 @@ def add_eval_options(parser: argparse.ArgumentParser, device_aliases: tuple[str,
         metavar="N",
         help="timed calls (default: adaptive, at least 10 on CPU, 100 on CUDA)",
     )
-    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed for weights and inputs (default: a fresh secret per run, recorded in the verdict; "
+        "a fixed seed lets a candidate predict its inputs)",
+    )
+    parser.add_argument(
+        "--sandbox",
+        choices=MODES,
+        default="auto",
+        help="run workers in a sandbox: auto (bwrap, else unshare, else off with the reason shown), required, "
+        "bwrap, unshare or off (default auto)",
+    )
+    parser.add_argument(
+        "--memory-limit",
+        type=memory_size,
+        default=None,
+        metavar="SIZE",
+        help="memory each worker may allocate, e.g. 16G (default: half of this machine's memory)",
+    )
+    parser.add_argument(
+        "--no-near-duplicates",
+        dest="near_duplicates",
+        action="store_false",
+        help="skip the trials that repeat an earlier input with a few elements changed "
+        "(for problems whose inputs must keep a structure kevin-tui cannot see)",
+    )
     parser.add_argument("--atol", type=float, default=None, help="absolute tolerance (default per dtype)")
     parser.add_argument("--rtol", type=float, default=None, help="relative tolerance (default per dtype)")
     parser.add_argument("--strict", action="store_true", help="static-check findings make the verdict 'rejected'")
@@ -89,6 +130,9 @@ def options_from(args: argparse.Namespace) -> EvalOptions:
         compile_baseline=args.compile_baseline,
         atol=args.atol,
         rtol=args.rtol,
+        near_duplicates=args.near_duplicates,
+        sandbox=args.sandbox,
+        memory_limit=args.memory_limit,
     )
     if args.cache_dir is not None:
         options.cache_dir = args.cache_dir

@@ -10,12 +10,29 @@ from __future__ import annotations
 
 import ast
 import re
+import shutil
+import subprocess
 from dataclasses import dataclass
 
 NVCC_ERROR = re.compile(r"^(?P<file>[^\s()]+)\((?P<line>\d+)\): (?:catastrophic )?error:?\s*(?P<msg>.*)$")
 GCC_ERROR = re.compile(r"^(?P<file>[^\s:]+):(?P<line>\d+):(?:\d+:)? (?:fatal )?error: (?P<msg>.*)$")
 LINK_ERROR = re.compile(r"(undefined reference to .*|undefined symbol: .*|ld: .*|collect2: .*)$")
+NVCC_FATAL = re.compile(r"^(?:nvcc fatal|ptxas fatal|fatal error)\s*:\s*(?P<msg>.*)$")
+MANGLED = re.compile(r"\b_Z[\w$.]+")
 MAX_ERRORS = 8
+# APIs that older kernels (and models trained on them) still use, with what to write instead.
+REMOVED_APIS = (
+    (re.compile(r"DeprecatedTypeProperties"),
+     "AT_DISPATCH_* takes x.scalar_type(), not x.type() (x.type() was removed from the dispatch macros)"),
+    (re.compile(r"no (?:member|matching function).*\bdata\b|'data' is deprecated|\.data<"),
+     "use tensor.data_ptr<T>() instead of tensor.data<T>()"),
+    (re.compile(r"THC/THC\.h|THCudaCheck|THCState"),
+     "the THC headers are gone: use ATen/cuda/CUDAContext.h and C10_CUDA_CHECK"),
+    (re.compile(r"redefinition of .*PyInit_|multiple definition of .*PyInit_|PYBIND11_MODULE.*redefin"),
+     "load_inline writes the PYBIND11_MODULE itself when you pass functions=[...]: remove yours, or pass no functions"),
+    (re.compile(r"Unsupported gpu architecture"),
+     "this nvcc does not support that architecture: drop -arch/-gencode flags and let TORCH_CUDA_ARCH_LIST decide"),
+)  # fmt: skip
 
 
 @dataclass
@@ -73,8 +90,10 @@ def first_errors(output: str, source_map: SourceMap | None = None) -> list[dict]
             entry = {"file": name, "line": lineno, "message": msg}
             if source_map is not None:
                 entry["candidate_line"] = source_map.candidate_line(name, lineno)
+        elif fatal := NVCC_FATAL.match(line):
+            entry = {"file": None, "line": None, "message": f"fatal: {fatal['msg'].strip()}"}
         elif link := LINK_ERROR.search(line):
-            entry = {"file": None, "line": None, "message": link[1]}
+            entry = {"file": None, "line": None, "message": demangle(link[1])}
         else:
             continue
         key = (entry["file"], entry["line"], entry["message"])
@@ -93,3 +112,33 @@ def format_error(entry: dict) -> str:
     if entry.get("candidate_line"):
         where += f" (candidate line {entry['candidate_line']})"
     return f"{where}: {entry['message']}"
+
+
+def demangle(text: str) -> str:
+    """Mangled C++ names in `text` followed by their readable form (c++filt, when installed)."""
+    names = sorted(set(MANGLED.findall(text)))
+    if not names or shutil.which("c++filt") is None:
+        return text
+    try:
+        out = subprocess.run(["c++filt", *names], capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return text
+    for name, readable in zip(names, out.stdout.splitlines(), strict=False):
+        if readable != name:
+            text = text.replace(name, f"{name} ({readable})")
+    return text
+
+
+def hints(log: str) -> list[str]:
+    """One-line fixes for errors whose cause is a removed or misused API."""
+    return [hint for pattern, hint in REMOVED_APIS if pattern.search(log)]
+
+
+def with_hints(errors: list[dict], log: str) -> str:
+    """The build's first error as one line a model can act on, with the fix when one is known."""
+    first = format_error(errors[0]) if errors else ""
+    if not first:
+        tail = [line.strip() for line in log.strip().splitlines() if line.strip()]
+        first = tail[-1][:300] if tail else ""
+    found = hints(log)
+    return first + (f" (hint: {found[0]})" if found else "")

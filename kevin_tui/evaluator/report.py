@@ -20,6 +20,8 @@ def _timing_line(label: str, verdict: Verdict, key: str) -> str | None:
 
 def render(verdict: Verdict, candidate_name: str = "candidate") -> str:
     lines = [f"{verdict.status.value.upper()}: {verdict.message}", f"  device: {verdict.device}"]
+    if verdict.sandbox:
+        lines.append(f"  sandbox: {verdict.sandbox}")
     details = verdict.details
     for error in details.get("compiler_errors", [])[:MAX_DETAIL_LINES]:
         lines.append(f"  error {format_error(error)}")
@@ -46,6 +48,8 @@ def render(verdict: Verdict, candidate_name: str = "candidate") -> str:
                 lines.append(line)
         if verdict.speedup_compile is not None:
             lines.append(f"  speedup vs torch.compile: {verdict.speedup_compile:.2f}x")
+        if verdict.clock:
+            lines.append(f"  clock: {verdict.clock}")
     failed = [c for c in verdict.checks if not c.passed]
     passed = len(verdict.checks) - len(failed)
     if verdict.checks:

@@ -22,6 +22,11 @@ class Status(enum.StrEnum):
     CORRECT = "correct"
 
 
+class EnvironmentProblem(Exception):
+    """This machine cannot build or run the candidate (CPU-only torch, no nvcc, no sandbox when one is
+    required): not the candidate's fault."""
+
+
 EXIT_CODES = {Status.CORRECT: 0, Status.COMPILED: 3}
 EXIT_OTHER = 1
 EXIT_PROBLEM_UNUSABLE = 2
@@ -80,6 +85,8 @@ class Verdict:
     warnings: list[Warning_] = field(default_factory=list)
     device: str = "cpu"
     phases_s: dict[str, float] = field(default_factory=dict)
+    clock: str = ""  # which clock the speedup comes from
+    sandbox: str = ""  # "bwrap", "unshare" or "off (why)"
 
     @property
     def exit_code(self) -> int:
@@ -107,4 +114,6 @@ class Verdict:
             warnings=[Warning_(**w) for w in data.get("warnings") or []],
             device=data.get("device", "cpu"),
             phases_s=data.get("phases_s") or {},
+            clock=data.get("clock", ""),
+            sandbox=data.get("sandbox", ""),
         )

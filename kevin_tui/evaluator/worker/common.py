@@ -1,42 +1,19 @@
-"""Entry point of the worker processes: `python -m kevin_tui.evaluator.worker reference|candidate`.
-
-The reference worker imports only the problem: it makes the inputs, the
-reference outputs and the reference timings, and judges candidate outputs.
-The candidate worker imports the (untrusted) candidate, builds it, runs it on
-those inputs and times it. Events go to the parent as JSON lines on a private
-copy of stdout; everything printed, by us, torch or the candidate, goes to the log.
-"""
+"""Small helpers every worker role uses (all of them import torch lazily or run after it is imported)."""
 
 from __future__ import annotations
 
 import importlib.util
 import inspect
-import json
-import os
-import signal
 import sys
-import threading
-import time
 import traceback
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import Any
 
 PLAIN_TYPES = (int, float, bool, str, type(None))
 
 
-class Channel:
-    def __init__(self) -> None:
-        self.out: TextIO = os.fdopen(os.dup(1), "w", buffering=1)
-        os.dup2(2, 1)  # stray prints now land in the log, not in the protocol
-        self.commands = sys.stdin
-
-    def emit(self, event: str, **fields: Any) -> None:
-        self.out.write(json.dumps({"event": event, **fields}, default=str) + "\n")
-        self.out.flush()
-
-    def next_command(self) -> dict[str, Any]:
-        line = self.commands.readline()
-        return json.loads(line) if line.strip() else {"cmd": "exit"}
+class EnvironmentProblem(Exception):
+    """This machine cannot build or run the candidate (CPU-only torch, no nvcc): not the candidate's fault."""
 
 
 def import_file(path: str, name: str):
@@ -89,8 +66,6 @@ def same(a: Any, b: Any) -> bool:
 def resolve_device(requested: str) -> str:
     import torch
 
-    from kevin_tui.evaluator.build import EnvironmentProblem
-
     if requested == "auto":
         return "cuda:0" if torch.cuda.is_available() else "cpu"
     if requested.startswith("cuda"):
@@ -124,39 +99,6 @@ def environment(device: str) -> dict[str, Any]:
     return info
 
 
-def watch_parent(parent: int, interval_s: float = 0.5) -> None:
-    """If the process that started us dies (even by SIGKILL), take our whole group down with us:
-    a half-finished build or a hanging kernel must not outlive the app that asked for it."""
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(interval_s)
-        os.killpg(0, signal.SIGKILL)
-
-    threading.Thread(target=watch, name="kevin-parent-watch", daemon=True).start()
-
-
-def main() -> None:
-    role = sys.argv[1]
-    watch_parent(os.getppid())
-    channel = Channel()
-    try:
-        # Import torch before the request arrives, so a spare worker is ready when it does.
-        if role == "reference":
-            from kevin_tui.evaluator.reference_role import run_reference as run
-        else:
-            from kevin_tui.evaluator.candidate_role import run_candidate as run
-        run(channel.next_command(), channel)
-    except BaseException as exc:  # report, never die silently
-        from kevin_tui.evaluator.build import EnvironmentProblem
-
-        if isinstance(exc, EnvironmentProblem):
-            channel.emit("environment_error", message=str(exc))
-        else:
-            channel.emit("crash", message=f"{type(exc).__name__}: {exc}", traceback=short_traceback(exc))
-        raise SystemExit(1) from None
-
-
 def signature_problem(cls: type, method: str, args: list[Any]) -> str | None:
     """Why `cls.method` cannot take the reference's arguments, or None."""
     target = cls if method == "__init__" else getattr(cls, method, None)
@@ -173,7 +115,3 @@ def signature_problem(cls: type, method: str, args: list[Any]) -> str | None:
     except ValueError:
         return None  # builtins without a signature: let the call decide
     return None
-
-
-if __name__ == "__main__":
-    main()

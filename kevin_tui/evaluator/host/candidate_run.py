@@ -1,0 +1,434 @@
+"""Following one candidate through loading, checking and timing, deciding only from what the host can check.
+
+The candidate worker is driven one step at a time and every event it sends must be the one this
+step allows. Builds are done by the broker, trials are judged by the reference worker from files the
+host moved out of the candidate's reach, and timing rounds alternate with the reference's and are
+measured with the host's clock. A worker that breaks the protocol gets `rejected`; one that dies,
+hangs or fails gets the matching status; the reference's and the judge's time is never charged to it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import secrets
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kevin_tui.evaluator.host.builds import BuildRecord
+from kevin_tui.evaluator.host.timing import (
+    Round,
+    Side,
+    TimingPlan,
+    clock_disagreement,
+    host_clock_speedup,
+    process_bias,
+    speedup_interval,
+)
+from kevin_tui.evaluator.host.workers import Arrived, WorkerGone, WorkerProcess, WorkerTimeout, describe_exit
+from kevin_tui.evaluator.protocol import ProtocolViolation
+from kevin_tui.evaluator.verdict import Check, EnvironmentProblem, Status, Verdict, Warning_
+
+if TYPE_CHECKING:
+    from kevin_tui.evaluator.host.evaluator import Evaluator
+
+NEAR_DUPLICATES = 2
+LEFTOVER_CPU_SHARE = 0.25
+LEFTOVER_CPU_FLOOR_S = 0.02
+
+
+class ReferenceLost(Exception):
+    """The reference worker died or hung: not the candidate's verdict, and the next one restarts it."""
+
+
+class Decided(Exception):
+    """A verdict reached in the middle of a step."""
+
+    def __init__(self, verdict: Verdict) -> None:
+        super().__init__(verdict.message)
+        self.verdict = verdict
+
+
+def take_file(source: Path, target: Path) -> None:
+    """Move a file the candidate wrote out of its reach, refusing links (to someone else's file)."""
+    try:
+        info = os.lstat(source)
+    except OSError:
+        raise ProtocolViolation(f"the candidate reported {source.name}, which does not exist") from None
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+        raise ProtocolViolation(f"{source.name} is not a plain file of its own (a link?)")
+    os.rename(source, target)
+    if os.lstat(target).st_ino != info.st_ino:
+        raise ProtocolViolation(f"{source.name} was swapped while it was being taken")
+
+
+@dataclass
+class CandidateRun:
+    evaluator: Evaluator
+    worker: WorkerProcess
+    scratch: Path
+    source: str
+    phase: str = "load"
+    phase_started: float = field(default_factory=time.perf_counter)
+    phases: dict[str, float] = field(default_factory=dict)
+    checks: list[Check] = field(default_factory=list)
+    builds: list[BuildRecord] = field(default_factory=list)
+    op_counts: dict[str, int] = field(default_factory=dict)
+    evaluation: int = 0
+    seed: int = field(default_factory=lambda: secrets.randbits(62))
+
+    @property
+    def options(self):
+        return self.evaluator.options
+
+    # -- phases and events -------------------------------------------------------
+
+    def enter(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.phases[self.phase] = round(self.phases.get(self.phase, 0.0) + now - self.phase_started, 3)
+        self.phase, self.phase_started = phase, now
+        self.evaluator.on_progress(phase, "")
+
+    def expect(self, *names: str) -> dict[str, Any]:
+        return self.expect_arrival(*names).event
+
+    def expect_arrival(self, *names: str) -> Arrived:
+        """The candidate's next event, which must be one of `names`; its failures end the run."""
+        arrived = self.worker.arrival(self.options.timeout_s - (time.perf_counter() - self.phase_started))
+        event = arrived.event
+        kind = event["event"]
+        if kind in names:
+            return arrived
+        if kind == "final":
+            raise Decided(Verdict(Status(event["status"]), event["message"], details=event["details"]))
+        if kind == "crash":
+            raise Decided(Verdict(Status.RUNTIME_ERROR, event["message"], details={"traceback": event["traceback"]}))
+        if kind == "environment_error":
+            raise EnvironmentProblem(event["message"])
+        raise ProtocolViolation(f"a {kind} event where {'/'.join(names)} was expected")
+
+    def finish(self, verdict: Verdict) -> Verdict:
+        self.enter("done")
+        verdict.phases_s.update(self.phases)
+        verdict.checks = self.checks + verdict.checks
+        if self.builds:
+            verdict.details.setdefault("builds", [b.summary() for b in self.builds])
+        if self.op_counts:
+            verdict.details["op_counts"] = self.op_counts
+        verdict.details["seed"] = self.seed
+        return verdict
+
+    def drive(self) -> Verdict:
+        try:
+            return self.finish(self._drive())
+        except Decided as decided:
+            return self.finish(self.overruled(decided.verdict))
+        except WorkerTimeout:
+            self.worker.kill()
+            limit = self.options.timeout_s
+            message = f"no result within {limit:.0f} s in the {self.phase} phase; process group killed"
+            verdict = Verdict(Status.TIMEOUT, message,
+                              details={"log": self.worker.log_tail()})  # fmt: skip
+            return self.finish(self.overruled(verdict))
+        except WorkerGone as exc:
+            verdict = Verdict(
+                Status.RUNTIME_ERROR,
+                f"the candidate process {describe_exit(exc.returncode)} during the {self.phase} phase",
+                details={"log": self.worker.log_tail(), "returncode": exc.returncode},
+            )
+            return self.finish(self.overruled(verdict))
+        except ProtocolViolation as exc:
+            self.worker.kill()
+            return self.finish(
+                Verdict(Status.REJECTED, f"protocol violation: {exc}", details={"log": self.worker.log_tail()})
+            )
+        except ReferenceLost as exc:
+            message = f"{exc}; it is restarted for the next candidate (evaluate this one again)"
+            return self.finish(Verdict(Status.RUNTIME_ERROR, message, details={"reference_lost": True}))
+
+    def overruled(self, verdict: Verdict) -> Verdict:
+        """What the host knows about builds outranks what happened after them."""
+        return self.build_verdict() or verdict
+
+    def build_verdict(self, loaded: bool = False) -> Verdict | None:
+        """`loaded`: the candidate went on after its builds, so a failed one was caught and hidden."""
+        failed = [b for b in self.builds if not b.ok or b.loaded is False]
+        if failed:
+            first = failed[0]
+            hidden = " (the candidate caught the failure; its fallback hid this)" if loaded else ""
+            what = "loading the built extension failed" if first.ok else "the build failed"
+            return Verdict(Status.COMPILE_ERROR, f"{what} ({first.name}): {first.message}{hidden}",
+                           details={"compiler_errors": first.compiler_errors, "log": first.log[-6000:]})  # fmt: skip
+        if not self.evaluator.device.startswith("cuda") and any(b.uses_cuda for b in self.builds):
+            return Verdict(
+                Status.COMPILED, "built for real with nvcc; there is no CUDA device here, so it was not run or checked"
+            )
+        return None
+
+    # -- the steps ------------------------------------------------------------------
+
+    def _drive(self) -> Verdict:
+        self.load()
+        if verdict := self.build_verdict(loaded=True):
+            return verdict
+        self.enter("check")
+        self.check()
+        if not self.options.timing:
+            verdict = Verdict(Status.CORRECT, "correct on every trial (timing skipped)")
+        else:
+            self.enter("time")
+            verdict = self.time()
+        if verdict.status is Status.CORRECT:
+            self.count_ops()
+        return verdict
+
+    def count_ops(self) -> None:
+        """What PyTorch ops one forward dispatches: evidence shown with a correct verdict. The candidate's
+        process reports it, so it is never a check; a failure here leaves the verdict as it is."""
+        self.worker.send({"cmd": "count"})
+        try:
+            self.op_counts = self.expect("ops")["op_counts"]
+        except (Decided, WorkerGone, WorkerTimeout, ProtocolViolation):
+            self.op_counts = {}
+
+    def load(self) -> None:
+        ready = self.evaluator.reference_ready()
+        self.worker.wait_started(self.options.reference_timeout_s)
+        self.phase_started = time.perf_counter()
+        init = self.scratch / "init.kt"
+        init.write_bytes(Path(ready["init_path"]).read_bytes())
+        self.worker.send({
+            "cmd": "load", "candidate_path": str(self.scratch / "candidate.py"),
+            "problem_path": str(self.evaluator.problem.path.resolve()), "device": ready["device"],
+            "init_path": str(init), "init_seed": self.evaluator.init_seed, "threads": ready["threads"],
+            "scratch": str(self.scratch), "mutates_inputs": ready["mutates_inputs"],
+        })  # fmt: skip
+        while True:
+            event = self.expect("build_request", "load_failed", "loaded")
+            if event["event"] == "loaded":
+                return
+            if event["event"] == "load_failed":
+                for record in reversed(self.builds):
+                    if record.name == event["name"]:
+                        record.loaded, record.message = False, event["message"]
+                        record.compiler_errors = [{"file": None, "line": None, "message": event["message"]}]
+                        break
+                continue
+            self.build(event)
+
+    def build(self, request: dict[str, Any]) -> None:
+        self.enter("build")
+        deadline = time.monotonic() + self.options.build_timeout_s
+        try:
+            record = self.evaluator.broker.build(request, self.evaluator.versions, self.source, deadline)
+        finally:
+            self.enter("load")
+        self.builds.append(record)
+        answer = {"cmd": "build_result", "ok": record.ok, "message": record.message, "uses_cuda": record.uses_cuda}
+        if record.ok:
+            answer["path"] = str(Path(record.directory) / f"{record.name}.so")
+            record.loaded = True
+        self.worker.send(answer)
+
+    def check(self) -> None:
+        paths = self.evaluator.ask_reference(
+            {"cmd": "trials", "eval": self.evaluation, "seed": self.seed, "fresh": self.options.trials,
+             "duplicates": NEAR_DUPLICATES if self.options.near_duplicates else 0},
+            "trials_ready",
+        )["paths"]  # fmt: skip
+        for index, path in enumerate(paths):
+            given = self.scratch / f"in-{index}.kt"
+            os.rename(path, given)
+            self.worker.send({"cmd": "trial", "index": index, "inputs": str(given)})
+            done = self.expect("trial_done")
+            if done["index"] != index or done["path"] != str(self.scratch / f"out-{index}.kt"):
+                raise ProtocolViolation(
+                    f"trial_done for trial {done['index']} at {done['path'][:80]!r}, expected trial {index}"
+                )
+            taken = self.evaluator.inbox / f"eval-{self.evaluation}-out-{index}.kt"
+            take_file(Path(done["path"]), taken)
+            self.judge({"cmd": "judge", "eval": self.evaluation, "trial": index, "path": str(taken)}, trial=index)
+        self.checks.append(Check("inputs unchanged", True, "the reference changes them too"
+                                 if self.evaluator.reference_ready()["mutates_inputs"] else ""))  # fmt: skip
+        self.checks.append(Check("no replaced torch/timing functions", True))
+        self.checks.append(Check("nothing left running after forward", True))
+
+    def judge(self, command: dict[str, Any], trial: int | None = None) -> None:
+        phase = self.phase
+        self.enter("judge")
+        try:
+            judged = self.evaluator.ask_reference(
+                {**command, "atol": self.options.atol, "rtol": self.options.rtol}, "judged"
+            )
+        finally:
+            self.enter(phase)
+        self.checks += [Check(**c) for c in judged["checks"]]
+        if not judged["passed"]:
+            mismatch = judged["mismatch"]
+            if trial is not None:
+                mismatch["trial"] = trial + 1
+                if trial >= self.options.trials:
+                    judged["message"] += (
+                        " (this trial repeats an earlier one with a few elements changed:"
+                        " a cache keyed on part of the input?)"
+                    )
+            raise Decided(Verdict(Status.INCORRECT, judged["message"], details={"mismatch": mismatch}))
+
+    # -- timing ---------------------------------------------------------------------
+
+    def time(self) -> Verdict:
+        evaluator, ready = self.evaluator, self.evaluator.reference_ready()
+        device = ready["device"]
+        plan = TimingPlan.for_device(device, self.options.timing_trials)
+        sides = ["eager"] + (["compile"] if evaluator.compile_baseline() else [])
+        seed = secrets.randbits(62)
+        evaluator.ask_reference(
+            {"cmd": "pool", "seed": seed, "sides": sides, "pool_bytes": plan.pool_bytes}, "pool_ready"
+        )
+        self.worker.send({"cmd": "pool", "seed": seed, "pool_bytes": plan.pool_bytes})
+        self.expect("pool_ready")
+        warm = {side: self.reference_round(side, 0, plan.warmup_calls) for side in sides}
+        warm["candidate"] = self.candidate_round(0, plan.warmup_calls)
+        slowest = max(min(r.samples_ms) for r in warm.values())
+        calls = plan.calls_per_round(device, slowest, ready["output_bytes"])
+        results = {side: Side() for side in [*sides, "candidate"]}
+        order_rng = random.Random(seed)
+        leftover_cpu: list[float] = []
+        for number in range(1, plan.rounds + 1):
+            order = list(results)
+            order_rng.shuffle(order)
+            for side in order:
+                if side == "candidate":
+                    results[side].rounds.append(self.candidate_round(number, calls))
+                else:
+                    before = self.worker.cpu_seconds()
+                    ref_round = self.reference_round(side, number, calls)
+                    results[side].rounds.append(ref_round)
+                    leftover_cpu.append(
+                        self.worker.cpu_seconds() - before - ref_round.window_ms / 1e3 * LEFTOVER_CPU_SHARE
+                    )
+            self.judge_timed_call(number, calls, order_rng, results)
+        return self.speed_verdict(results, device, leftover_cpu, seed)
+
+    def reference_round(self, side: str, number: int, calls: int) -> Round:
+        worker = self.evaluator.reference
+        sent = worker.send({"cmd": "round", "side": side, "round": number, "calls": calls})
+        arrived = self.evaluator.await_reference("round_done")
+        return _round(arrived.event, sent, arrived.at, number, calls, "reference")
+
+    def candidate_round(self, number: int, calls: int) -> Round:
+        sent = self.worker.send({"cmd": "round", "round": number, "calls": calls})
+        arrived = self.expect_arrival("round_done")
+        return _round(arrived.event, sent, arrived.at, number, calls, "candidate")
+
+    def judge_timed_call(self, number: int, calls: int, rng: random.Random, results: dict[str, Side]) -> None:
+        """One call of this round, picked after it ran, judged for both sides' cost and the candidate's answer."""
+        call = rng.randrange(calls)
+        sent = self.evaluator.reference.send({"cmd": "output", "side": "eager", "round": number, "call": call})
+        arrived = self.evaluator.await_reference("output_written")
+        results["eager"].rounds[-1].output_ms = (arrived.at - sent) * 1e3
+        sent = self.worker.send({"cmd": "output", "round": number, "call": call})
+        arrived = self.expect_arrival("output_written")
+        results["candidate"].rounds[-1].output_ms = (arrived.at - sent) * 1e3
+        expected = self.scratch / f"timed-{number}.kt"
+        if arrived.event["round"] != number or arrived.event["path"] != str(expected):
+            raise ProtocolViolation(f"output_written for round {arrived.event['round']}, expected round {number}")
+        taken = self.evaluator.inbox / f"eval-{self.evaluation}-timed-{number}.kt"
+        take_file(expected, taken)
+        self.judge({"cmd": "judge_timed", "round": number, "path": str(taken)})
+
+    def speed_verdict(self, results: dict[str, Side], device: str, leftover_cpu: list[float], seed: int) -> Verdict:
+        candidate, eager = results["candidate"], results["eager"]
+        if tampered := self.evaluator.broker.tampered():
+            return Verdict(
+                Status.REJECTED, f"the build cache entry {Path(tampered[0]).parent.name} was changed after it was built"
+            )
+        if (worst := max(leftover_cpu, default=0.0)) > LEFTOVER_CPU_FLOOR_S:
+            return Verdict(Status.REJECTED, f"the candidate's processes kept using the CPU ({worst * 1e3:.0f} ms) "
+                           "while the reference was being timed")  # fmt: skip
+        if why := clock_disagreement(candidate, eager):
+            return Verdict(Status.REJECTED, f"timings disagree with the host's clock: {why}")
+        verdict = speed_figures(results, device, seed)
+        self.checks.append(Check("timings agree with the host's clock", True))
+        return verdict
+
+
+def _round(event: dict[str, Any], sent: float, at: float, number: int, calls: int, who: str) -> Round:
+    if event["round"] != number or len(event["samples_ms"]) != calls:
+        raise ProtocolViolation(f"the {who} answered round {event['round']} with {len(event['samples_ms'])} times, "
+                                f"expected round {number} with {calls}")  # fmt: skip
+    synced = event["synced_ms"]
+    if synced is not None and len(synced) != calls:
+        raise ProtocolViolation(f"the {who} reported {len(synced)} synced times for {calls} calls")
+    control = event["control_ms"]
+    if control is not None and len(control) != calls:
+        raise ProtocolViolation(f"the {who} reported {len(control)} control times for {calls} calls")
+    window = (at - sent) * 1e3
+    round_ = Round(event["samples_ms"], synced, window, control_ms=control)
+    if round_.reported_ms > window * 1.05 + 1.0:
+        raise ProtocolViolation(
+            f"the {who} reported {round_.reported_ms:.1f} ms of calls in a round the host saw last {window:.1f} ms"
+        )
+    return round_
+
+
+SUSPICIOUS_SPEEDUP = 10.0
+HIDDEN_WORK_RATIO = 2.0
+HIDDEN_WORK_MIN_MS = 0.05
+
+
+def speed_figures(results: dict[str, Side], device: str, seed: int) -> Verdict:
+    """The correct verdict's figures: medians, the interval, the compile baseline, warnings."""
+    candidate, eager = results["candidate"], results["eager"]
+    cand_t, ref_t = candidate.timings(device), eager.timings(device)
+    primary = "events" if device.startswith("cuda") else "wall"
+    cand_ms, ref_ms = cand_t[primary].median_ms, ref_t[primary].median_ms
+    warnings: list[Warning_] = []
+    clock = (
+        "CUDA events, checked against the host clock"
+        if primary == "events"
+        else "worker wall clock, checked against the host clock"
+    )
+    if primary == "events":
+        cand_gap = cand_t["synced_wall"].median_ms - cand_ms
+        ref_gap = ref_t["synced_wall"].median_ms - ref_ms
+        if cand_gap > HIDDEN_WORK_RATIO * max(ref_gap, 0.0) + HIDDEN_WORK_MIN_MS:
+            warnings.append(Warning_("hidden_stream_work", f"with a device-wide sync the candidate takes "
+                f"{cand_t['synced_wall'].median_ms:.3f} ms, not {cand_ms:.3f} ms: work escapes the timed stream; "
+                "speedups use device-synced times"))  # fmt: skip
+            cand_ms, ref_ms = cand_t["synced_wall"].median_ms, ref_t["synced_wall"].median_ms
+            clock = "device-synced wall clock (work escaped the timed stream)"
+    verdict = Verdict(Status.CORRECT, "", device=device)
+    verdict.timings = {f"candidate_{k}": v for k, v in cand_t.items()} | {f"reference_{k}": v for k, v in ref_t.items()}
+    verdict.candidate_ms, verdict.reference_ms = cand_ms, ref_ms
+    verdict.speedup = ref_ms / cand_ms if cand_ms > 0 else None
+    low, high = speedup_interval(eager, candidate, seed)
+    verdict.speedup_interval = [round(low, 4), round(high, 4)]
+    verdict.clock = clock
+    verdict.details["host_clock_speedup"] = round(host_clock_speedup(eager, candidate), 4)
+    verdict.details["process_bias"] = round(process_bias(eager, candidate), 4)
+    if "compile" in results:
+        compiled = results["compile"].timings(device)
+        verdict.timings |= {f"reference_compile_{k}": v for k, v in compiled.items()}
+        verdict.reference_compile_ms = compiled[primary].median_ms
+        verdict.speedup_compile = verdict.reference_compile_ms / cand_ms if cand_ms > 0 else None
+    if verdict.speedup and verdict.speedup > SUSPICIOUS_SPEEDUP:
+        warnings.append(Warning_("suspicious_speedup", f"{verdict.speedup:.1f}x over eager is unusually high: "
+                                 "check the kernel really does the work"))  # fmt: skip
+    verdict.warnings = warnings
+    verdict.message = f"correct, {describe_speedup(verdict)} ({cand_ms:.3f} ms vs {ref_ms:.3f} ms)"
+    return verdict
+
+
+def describe_speedup(verdict: Verdict) -> str:
+    if verdict.speedup is None:
+        return "speedup unknown"
+    if verdict.speedup_interval is None:
+        return f"{verdict.speedup:.2f}x vs eager"
+    low, high = verdict.speedup_interval
+    if low <= 1.0 <= high:
+        return f"no measurable difference from eager ({verdict.speedup:.2f}x, 95% interval {low:.2f}-{high:.2f}x)"
+    return f"{verdict.speedup:.2f}x vs eager (95% interval {low:.2f}-{high:.2f}x)"

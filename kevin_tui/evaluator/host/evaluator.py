@@ -1,0 +1,284 @@
+"""The evaluator: one problem, many candidates, each judged in its own sandboxed worker.
+
+This is the caller's side. It never imports torch or a candidate. It keeps a long-lived reference
+worker (inputs, reference outputs, the judge, the reference's timing rounds), a build broker, and
+one short-lived candidate worker per candidate, and turns what it can check into a `Verdict`.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import os
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kevin_tui.evaluator.host.builds import BuildBroker
+from kevin_tui.evaluator.host.candidate_run import CandidateRun, Decided, ReferenceLost
+from kevin_tui.evaluator.host.sandbox import Bind, Limits, SandboxUnavailable, choose, worker_env
+from kevin_tui.evaluator.host.static_checks import run_static_checks
+from kevin_tui.evaluator.host.workers import Arrived, WorkerGone, WorkerProcess, WorkerTimeout
+from kevin_tui.evaluator.protocol import ProtocolViolation
+from kevin_tui.evaluator.verdict import EnvironmentProblem, Status, Verdict, Warning_
+from kevin_tui.problem import Problem, ProblemError, top_level_names
+
+ProgressFn = Callable[[str, str], None]
+
+
+def default_cache_dir() -> Path:
+    if explicit := os.environ.get("KEVIN_TUI_CACHE_DIR"):
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kevin-tui"
+
+
+@dataclass
+class EvalOptions:
+    device: str = "auto"
+    trials: int = 5
+    timeout_s: float = 60.0
+    build_timeout_s: float = 900.0
+    reference_timeout_s: float = 600.0
+    strict: bool = False
+    seed: int | None = None  # None: a fresh secret per evaluator (recorded in each verdict)
+    timing: bool = True
+    timing_trials: int | None = None
+    compile_baseline: bool | None = None  # None: on for CUDA, off on CPU
+    atol: float | None = None
+    rtol: float | None = None
+    near_duplicates: bool = True
+    sandbox: str = "auto"
+    memory_limit: int | None = None  # bytes per worker; None: half the machine's memory
+    cache_dir: Path = field(default_factory=default_cache_dir)
+
+
+def worker_threads() -> int:
+    """CPU threads per worker: half the cores, since the reference and a candidate are alive at once."""
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+def _syntax_verdict(exc: SyntaxError) -> Verdict:
+    return Verdict(
+        Status.COMPILE_ERROR,
+        f"Python syntax error at line {exc.lineno}: {exc.msg}",
+        details={"compiler_errors": [{"file": "candidate.py", "line": exc.lineno, "message": exc.msg}]},
+    )
+
+
+def runtime_evidence(verdict: Verdict, static: list[Warning_], source: str) -> list[Warning_]:
+    """What the run showed about the kernel: no extension built after all, PyTorch ops dispatched."""
+    if verdict.status is not Status.CORRECT:
+        return []
+    found = []
+    codes = {w.code for w in static}
+    if not verdict.details.get("builds") and "no_custom_kernel" not in codes and "triton" not in source:
+        found.append(Warning_("no_custom_kernel", "no extension was built while loading the candidate: the load_inline "
+                              "call never ran"))  # fmt: skip
+    if ops := verdict.details.get("op_counts"):
+        listed = ", ".join(f"{n} {name}" for name, n in sorted(ops.items(), key=lambda item: -item[1])[:5])
+        found.append(Warning_("torch_compute_at_runtime", f"forward dispatched PyTorch compute ops: {listed}"))
+    return found
+
+
+class Evaluator:
+    """Judges candidates for one problem. Use as a context manager; `close()` stops the workers."""
+
+    def __init__(
+        self,
+        problem: Problem,
+        options: EvalOptions | None = None,
+        on_progress: ProgressFn | None = None,
+        prespawn: bool = True,
+    ) -> None:
+        """`prespawn` keeps a spare candidate worker with torch imported, for callers that judge many."""
+        self.problem = problem
+        self.prespawn = prespawn
+        self.options = options or EvalOptions()
+        self.on_progress = on_progress or (lambda phase, detail: None)
+        try:
+            self.sandbox = choose(self.options.sandbox)
+        except SandboxUnavailable as exc:
+            raise EnvironmentProblem(str(exc)) from None
+        self.scratch = Path(tempfile.mkdtemp(prefix="kevin-eval-"))
+        self.inbox = self.scratch / "inbox"
+        self.inbox.mkdir()
+        self.env = worker_env()
+        self.limits = Limits(memory=self.options.memory_limit) if self.options.memory_limit else Limits()
+        self.init_seed = self.options.seed if self.options.seed is not None else secrets.randbits(31)
+        self.broker = BuildBroker(self.options.cache_dir / "builds", self.sandbox, self.env, self.limits, self.scratch)
+        self.reference: WorkerProcess | None = None
+        self._ready: dict[str, Any] | None = None
+        self._spare: tuple[WorkerProcess, Path] | None = None
+        self._counter = itertools.count(1)
+        self.last_log: Path | None = None
+
+    def __enter__(self) -> Evaluator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._spare is not None:
+            self._spare[0].kill()
+            self._spare = None
+        if self.reference is not None:
+            self.reference.close()
+            self.reference = None
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    @property
+    def device(self) -> str:
+        return self.reference_ready()["device"]
+
+    @property
+    def environment(self) -> dict[str, Any]:
+        return {**self.reference_ready()["environment"], "sandbox": self.sandbox.describe()}
+
+    @property
+    def versions(self) -> dict[str, Any]:
+        environment = self.reference_ready()["environment"]
+        return {"torch": environment.get("torch"), "cuda": environment.get("cuda")}
+
+    def compile_baseline(self) -> bool:
+        wanted = self.options.compile_baseline
+        return self.device.startswith("cuda") if wanted is None else wanted
+
+    # -- the reference worker -------------------------------------------------------
+
+    def reference_ready(self) -> dict[str, Any]:
+        """Start the reference worker once; raise ProblemError if the problem cannot run."""
+        if self._ready is not None:
+            return self._ready
+        self.on_progress("reference", "running the reference")
+        scratch = self.scratch / "reference"
+        outbox = scratch / "outbox"
+        outbox.mkdir(parents=True, exist_ok=True)
+        binds = [Bind(str(self.problem.path.resolve().parent)), Bind(str(self.inbox))]
+        worker = WorkerProcess("reference", scratch, self.env, self.sandbox, binds, self.limits)
+        worker.send({
+            "problem_path": str(self.problem.path.resolve()), "device": self.options.device, "cmd": "init",
+            "init_seed": self.init_seed, "outbox": str(outbox), "threads": worker_threads(),
+        })  # fmt: skip
+        try:
+            event = worker.event(self.options.reference_timeout_s)
+        except (WorkerTimeout, WorkerGone, ProtocolViolation) as exc:
+            tail = worker.log_tail(1500)
+            worker.kill()
+            raise ProblemError(f"{self.problem.path}: the reference {exc}\n{tail}".rstrip()) from None
+        kind = event["event"]
+        if kind != "ready":
+            worker.kill()
+            if kind == "environment_error":
+                raise EnvironmentProblem(event["message"])
+            raise ProblemError(event["message"])
+        self.reference, self._ready = worker, event
+        return event
+
+    def _drop_reference(self) -> None:
+        if self.reference is not None:
+            self.reference.kill()
+        self.reference, self._ready = None, None
+
+    def await_reference(self, expect: str) -> Arrived:
+        """The reference's next event, which must be `expect`; if it died or hung it is dropped (the next
+        candidate starts a fresh one) and ReferenceLost says what happened."""
+        assert self.reference is not None
+        try:
+            arrived = self.reference.arrival(self.options.reference_timeout_s)
+        except (WorkerGone, WorkerTimeout, ProtocolViolation) as exc:
+            self._drop_reference()
+            raise ReferenceLost(f"the reference worker {exc} while asked for {expect}") from None
+        if arrived.event["event"] != expect:
+            message = arrived.event.get("message", "")
+            self._drop_reference()
+            raise ReferenceLost(f"the reference worker answered {arrived.event['event']} {message}".rstrip())
+        return arrived
+
+    def ask_reference(self, command: dict[str, Any], expect: str) -> dict[str, Any]:
+        self.reference_ready()
+        assert self.reference is not None
+        self.reference.send(command)
+        return self.await_reference(expect).event
+
+    # -- candidates ---------------------------------------------------------------------
+
+    def evaluate(self, source: str) -> Verdict:
+        """Judge one candidate source. Raises ProblemError / EnvironmentProblem, never for the candidate."""
+        started = time.perf_counter()
+        try:
+            tree = ast.parse(source)
+        except SyntaxError as exc:
+            return self._stamp(_syntax_verdict(exc), started)
+        if "ModelNew" not in top_level_names(tree):
+            return self._stamp(Verdict(Status.FORMAT_ERROR, "the candidate defines no ModelNew class"), started)
+        warnings = run_static_checks(source)
+        ready = self.reference_ready()
+        verdict = self._run_candidate(source)
+        verdict.warnings = warnings + runtime_evidence(verdict, warnings, source) + verdict.warnings
+        verdict.device = ready["device"]
+        verdict.details.setdefault("environment", ready["environment"])
+        if self.options.strict and warnings and verdict.status in (Status.CORRECT, Status.COMPILED):
+            codes = ", ".join(w.code for w in warnings)
+            verdict.details["unstrict_status"] = verdict.status.value
+            verdict.status = Status.REJECTED
+            verdict.message = f"rejected under --strict: {codes} ({warnings[0].message})"
+            verdict.speedup = verdict.speedup_compile = verdict.speedup_interval = None
+        return self._stamp(verdict, started)
+
+    def _stamp(self, verdict: Verdict, started: float) -> Verdict:
+        verdict.sandbox = self.sandbox.describe()
+        verdict.phases_s["total"] = round(time.perf_counter() - started, 3)
+        return verdict
+
+    def _spawn_candidate_worker(self) -> tuple[WorkerProcess, Path]:
+        scratch = self.scratch / f"candidate-{next(self._counter)}"
+        binds = [Bind(str(self.problem.path.resolve())), Bind(str(self.broker.root))]
+        return WorkerProcess("candidate", scratch, self.env, self.sandbox, binds, self.limits), scratch
+
+    def _take_candidate_worker(self) -> tuple[WorkerProcess, Path]:
+        """The spare worker (torch already imported) if it is alive, else a new one."""
+        spare, self._spare = self._spare, None
+        if spare is not None and spare[0].alive():
+            return spare
+        if spare is not None:
+            spare[0].kill()
+        return self._spawn_candidate_worker()
+
+    def _run_candidate(self, source: str) -> Verdict:
+        worker, scratch = self._take_candidate_worker()
+        self.last_log = worker.log_path
+        (scratch / "candidate.py").write_text(source)
+        run = CandidateRun(self, worker, scratch, source, evaluation=next(self._counter))
+        try:
+            return run.drive()
+        finally:
+            worker.kill()
+            if self.prespawn:  # started only now, so its import never competes with this timing
+                self._spare = self._spawn_candidate_worker()
+
+    def prebuild(self, sources: list[str], parallel: int | None = None) -> None:
+        """Build several candidates' extensions at once (bounded by CPU cores), so that evaluating
+        them one at a time, as the GPU requires, finds them built. Failures are left for evaluate()."""
+        self.reference_ready()
+        parallel = parallel or max(1, (os.cpu_count() or 2) // 2)
+        with ThreadPoolExecutor(parallel, thread_name_prefix="kevin-prebuild") as pool:
+            list(pool.map(self._build_only, sources))
+
+    def _build_only(self, source: str) -> None:
+        worker, scratch = self._spawn_candidate_worker()
+        (scratch / "candidate.py").write_text(source)
+        run = CandidateRun(self, worker, scratch, source)
+        try:
+            run.load()
+        except (Decided, WorkerGone, WorkerTimeout, ProtocolViolation, ReferenceLost):
+            pass
+        finally:
+            worker.kill()

@@ -1,0 +1,205 @@
+"""Worker processes as the host sees them: started in a sandbox, spoken to over two pipes, killed whole.
+
+Generated code runs only in these processes. Whatever it does (segfault, os._exit, an endless loop,
+children of its own, garbage on the event pipe), the host gets a validated event, a `WorkerGone`, a
+`WorkerTimeout` or a `ProtocolViolation`, and `kill()` takes everything the worker started down.
+Each event is stamped with the host's clock when it arrives, which is what timing checks rely on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kevin_tui.evaluator.host.sandbox import Bind, Limits, Sandbox, package_root, system_binds
+from kevin_tui.evaluator.protocol import MAX_EVENT_BYTES, ProtocolViolation, encode, parse_event
+from kevin_tui.processes import cpu_seconds, kill_process_group
+
+KILL_GRACE_S = 2.0
+MAX_QUEUED_EVENTS = 10_000
+
+
+class WorkerGone(Exception):
+    """The worker exited or was killed before answering."""
+
+    def __init__(self, returncode: int | None, message: str) -> None:
+        super().__init__(message)
+        self.returncode = returncode
+
+
+class WorkerTimeout(Exception):
+    pass
+
+
+def describe_exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "did not exit"
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with code {returncode}"
+
+
+@dataclass
+class Arrived:
+    """An event and the host's clock (time.perf_counter) when its line was read."""
+
+    event: dict[str, Any]
+    at: float
+
+
+class WorkerProcess:
+    """One worker: JSON commands on one pipe, validated JSON events on another, the rest in a log."""
+
+    def __init__(
+        self,
+        role: str,
+        scratch: Path,
+        env: dict[str, str],
+        sandbox: Sandbox,
+        binds: list[Bind],
+        limits: Limits,
+    ) -> None:
+        self.role = role
+        self.wrapped = sandbox.kind != "off"  # bwrap and unshare report a signal as exit code 128 + signal
+        self.log_path = scratch / f"{role}.log"
+        scratch.mkdir(parents=True, exist_ok=True)
+        command_read, self._command_write = os.pipe()
+        self._event_read, event_write = os.pipe()
+        lifeline_read, self._lifeline = os.pipe()  # never written: the worker sees EOF when the host dies
+        fds = (command_read, event_write, lifeline_read)
+        argv = [sys.executable, "-m", "kevin_tui.evaluator.worker.main", role, *map(str, fds)]
+        env = {**env, "PYTHONPATH": str(package_root()), "KEVIN_WORKER_LIMITS": json.dumps(limits.as_dict())}
+        all_binds = [*system_binds(), *binds, Bind(str(scratch), writable=True)]
+        jail_root = scratch / ".jail-root"
+        if spec := sandbox.jail_spec(all_binds, str(scratch), str(jail_root)):
+            jail_root.mkdir(exist_ok=True)
+            env["KEVIN_WORKER_JAIL"] = json.dumps(spec)
+        try:
+            with open(self.log_path, "ab") as log:
+                self.proc = subprocess.Popen(
+                    sandbox.command(argv, all_binds, str(scratch)),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    cwd=scratch,
+                    env=env,
+                    pass_fds=fds,
+                    start_new_session=True,
+                )
+        finally:
+            for fd in fds:
+                os.close(fd)
+        self._commands = os.fdopen(self._command_write, "wb", buffering=0)
+        self.events: queue.Queue[Arrived | Exception] = queue.Queue(MAX_QUEUED_EVENTS)
+        self.started = threading.Event()
+        threading.Thread(target=self._read, name=f"kevin-{role}-reader", daemon=True).start()
+
+    def _read(self) -> None:
+        with os.fdopen(self._event_read, "rb") as stream:
+            while True:
+                line = stream.readline(MAX_EVENT_BYTES + 1)
+                at = time.perf_counter()
+                if not line:
+                    break
+                try:
+                    event = parse_event(self.role, line.rstrip(b"\n"))
+                    if event["event"] == "started" and not self.started.is_set():
+                        self.started.set()
+                        continue
+                    self.events.put(Arrived(event, at), timeout=5)
+                except ProtocolViolation as exc:
+                    self._put_last(exc)
+                    return
+                except queue.Full:
+                    self._put_last(ProtocolViolation("more events than the host will queue"))
+                    return
+        self.started.set()
+        self._put_last(EOFError())
+
+    def _put_last(self, item: Exception) -> None:
+        with contextlib.suppress(queue.Full):
+            self.events.put(item, timeout=5)
+
+    def send(self, message: dict[str, Any]) -> float:
+        """Send one command; the host's clock just before it went out."""
+        at = time.perf_counter()
+        with contextlib.suppress(ValueError, OSError):  # it died; the next event() reports how
+            self._commands.write(encode(message))
+        return at
+
+    def arrival(self, timeout: float) -> Arrived:
+        """The next event with its arrival time, or WorkerTimeout / WorkerGone / ProtocolViolation."""
+        try:
+            item = self.events.get(timeout=max(0.0, timeout))
+        except queue.Empty:
+            raise WorkerTimeout(f"no answer within {timeout:.0f} s") from None
+        if isinstance(item, ProtocolViolation):
+            self._put_last(item)
+            raise item
+        if isinstance(item, EOFError):
+            self._put_last(item)
+            code = self.returncode()
+            raise WorkerGone(code, f"the worker {describe_exit(code)}")
+        return item
+
+    def wait_started(self, timeout: float) -> None:
+        """Wait until the worker has imported what it needs (torch): that time is nobody's fault."""
+        deadline = time.monotonic() + timeout
+        while not self.started.wait(0.1):
+            if not self.alive() or time.monotonic() > deadline:
+                return  # the next event() says what happened
+
+    def returncode(self) -> int | None:
+        """The worker's exit status, as Popen reports it (negative: killed by that signal)."""
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return None
+        if self.wrapped and 128 < code < 128 + 65:
+            return -(code - 128)
+        return code
+
+    def event(self, timeout: float) -> dict[str, Any]:
+        return self.arrival(timeout).event
+
+    def cpu_seconds(self) -> float:
+        """CPU time used so far by the worker and everything it started (inside its sandbox)."""
+        return cpu_seconds(self.proc.pid)
+
+    def log_tail(self, chars: int = 4000) -> str:
+        try:
+            data = self.log_path.read_bytes()
+        except OSError:
+            return ""
+        return data[-chars:].decode(errors="replace")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        """SIGTERM the whole process group (and so the sandbox), then SIGKILL whatever is left."""
+        kill_process_group(self.proc, KILL_GRACE_S)
+        with contextlib.suppress(OSError):  # unsent bytes to a dead process: nothing to save
+            self._commands.close()
+        with contextlib.suppress(OSError):
+            os.close(self._lifeline)
+
+    def close(self) -> None:
+        """Ask politely, then make sure."""
+        self.send({"cmd": "exit"})
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        self.kill()

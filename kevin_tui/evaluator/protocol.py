@@ -1,0 +1,171 @@
+"""The wire protocol between the host and its workers, and its validation.
+
+Workers read JSON-line commands on one file descriptor and write JSON-line events on another; their
+stdin is /dev/null and their stdout/stderr go to a log. The candidate worker runs untrusted code, so
+it can write any bytes to its event descriptor: the host accepts only events named here, with the
+fields and types named here, in the order it expects them, and anything else is a protocol
+violation (a `rejected` verdict), never a crash of the caller. No event can carry `correct`:
+only the host decides that, from what the reference worker judged and what its own clock measured.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+MAX_EVENT_BYTES = 1 << 20
+MAX_LIST_ITEMS = 100_000
+
+# Statuses a candidate worker may report about itself. "compiled" and "correct" are never among them.
+CANDIDATE_FAILURES = frozenset({"format_error", "compile_error", "runtime_error", "incorrect", "rejected"})
+
+
+class ProtocolViolation(Exception):
+    """A worker sent something the protocol does not allow."""
+
+
+def _string(value: Any) -> bool:
+    return isinstance(value, str) and len(value) <= MAX_EVENT_BYTES
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _times(value: Any) -> bool:
+    """Per-call times in milliseconds: finite, non-negative numbers."""
+    return isinstance(value, list) and len(value) <= MAX_LIST_ITEMS and all(_number(v) and v >= 0 for v in value)
+
+
+def _boolean(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _mapping(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+def _string_list(value: Any) -> bool:
+    return isinstance(value, list) and len(value) <= MAX_LIST_ITEMS and all(_string(v) for v in value)
+
+
+def _optional(check):
+    return lambda value: value is None or check(value)
+
+
+def _one_of(*choices: str):
+    return lambda value: value in choices
+
+
+def _named_sources(value: Any) -> bool:
+    """[[file name, text], ...] for a `load(sources=[...])` build."""
+    return isinstance(value, list) and all(
+        isinstance(v, list) and len(v) == 2 and _string(v[0]) and _string(v[1]) for v in value
+    )
+
+
+# Events each role may send: name -> {field: check}. Fields not listed are refused.
+EVENTS: dict[str, dict[str, dict[str, Any]]] = {
+    "candidate": {
+        "build_request": {
+            "kind": _one_of("inline", "files"),
+            "name": _string,
+            "cpp_sources": _string_list,
+            "cuda_sources": _string_list,
+            "sources": _named_sources,
+            "functions": _optional(lambda v: _string_list(v) or _mapping(v)),
+            "extra_cflags": _string_list,
+            "extra_cuda_cflags": _string_list,
+            "extra_ldflags": _string_list,
+            "extra_include_paths": _string_list,
+            "with_cuda": _optional(_boolean),
+            "no_implicit_headers": _boolean,
+        },
+        "load_failed": {"name": _string, "message": _string},
+        "loaded": {},
+        "trial_done": {"index": _integer, "path": _string},
+        "ops": {"op_counts": lambda v: _mapping(v) and all(_string(k) and _integer(n) for k, n in v.items())},
+        "pool_ready": {},
+        "round_done": {
+            "round": _integer,
+            "samples_ms": _times,
+            "synced_ms": _optional(_times),
+            "control_ms": _optional(_times),
+        },
+        "output_written": {"round": _integer, "path": _string},
+        "final": {"status": lambda v: v in CANDIDATE_FAILURES, "message": _string, "details": _mapping},
+    },
+    "reference": {
+        "ready": {
+            "device": _string,
+            "environment": _mapping,
+            "init_path": _string,
+            "mutates_inputs": _boolean,
+            "output_aliases": _string_list,
+            "threads": _integer,
+            "output_bytes": _integer,
+            "input_bytes": _integer,
+        },
+        "trials_ready": {"paths": _string_list},
+        "judged": {
+            "passed": _boolean,
+            "checks": lambda v: isinstance(v, list),
+            "mismatch": _mapping,
+            "message": _string,
+        },
+        "pool_ready": {},
+        "round_done": {
+            "round": _integer,
+            "samples_ms": _times,
+            "synced_ms": _optional(_times),
+            "control_ms": _optional(_times),
+        },
+        "output_written": {"round": _integer, "path": _string},
+        "problem_error": {"message": _string, "traceback": _string},
+        "environment_error": {"message": _string},
+        "crash": {"message": _string, "traceback": _string},
+    },
+    "builder": {
+        "built": {"directory": _string, "headers": _string, "seconds": _number},
+        "build_failed": {"message": _string, "log": _string, "headers": _string},
+        "environment_error": {"message": _string},
+        "crash": {"message": _string, "traceback": _string},
+    },
+}
+# Any worker may report that it crashed before it could do its job.
+EVENTS["candidate"]["crash"] = {"message": _string, "traceback": _string}
+EVENTS["candidate"]["environment_error"] = {"message": _string}
+for _events in EVENTS.values():
+    _events["started"] = {}  # imports done, waiting for its first command
+
+
+def parse_event(role: str, line: bytes) -> dict[str, Any]:
+    """One validated event from `role`, or ProtocolViolation saying what was wrong with it."""
+    if len(line) > MAX_EVENT_BYTES:
+        raise ProtocolViolation(f"an event of {len(line)} bytes (the limit is {MAX_EVENT_BYTES})")
+    try:
+        event = json.loads(line)
+    except (ValueError, RecursionError):
+        raise ProtocolViolation(f"not JSON: {line[:80]!r}") from None
+    if not isinstance(event, dict) or not isinstance(event.get("event"), str):
+        raise ProtocolViolation(f"not an event object: {line[:80]!r}")
+    name = event["event"]
+    schema = EVENTS[role].get(name)
+    if schema is None:
+        raise ProtocolViolation(f"unknown event {name[:40]!r} from the {role} worker")
+    fields = {k: v for k, v in event.items() if k != "event"}
+    if extra := set(fields) - set(schema):
+        raise ProtocolViolation(f"{name} event with unexpected fields {sorted(extra)[:5]}")
+    for key, check in schema.items():
+        if key not in fields or not check(fields[key]):
+            raise ProtocolViolation(f"{name} event with a missing or malformed {key!r}")
+    return event
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, allow_nan=False, default=str).encode() + b"\n"

@@ -1,0 +1,173 @@
+"""The builder: compiles one extension into the directory the host gives it, and never loads it.
+
+It runs no candidate Python, only compilers on the candidate's sources with flags the host has
+already checked and normalised; loading the library (and running its static initialisers) happens in
+the candidate worker. It tries the light CUDA headers first (a failing light build falls back to the
+standard headers, remembered per directory), and uses a precompiled torch/extension.h for g++.
+"""
+
+from __future__ import annotations
+
+import glob
+import sys
+import sysconfig
+import time
+from pathlib import Path
+from typing import Any
+
+from kevin_tui.evaluator.worker.channel import Channel
+from kevin_tui.evaluator.worker.common import EnvironmentProblem, short_traceback
+from kevin_tui.evaluator.worker.light_headers import light_prelude, without_heavy_includes
+from kevin_tui.evaluator.worker.pch import pch_flags
+
+
+def require_cuda_toolchain() -> None:
+    import torch
+    from torch.utils import cpp_extension
+
+    if torch.version.cuda is None:
+        raise EnvironmentProblem(
+            f"torch {torch.__version__} is a CPU-only build, so CUDA candidates cannot be built here; "
+            "install a CUDA build of torch"
+        )
+    home = cpp_extension.CUDA_HOME
+    if not home or not (Path(home) / "bin" / "nvcc").exists():
+        raise EnvironmentProblem(f"nvcc not found (CUDA_HOME={home!r}); install the CUDA toolkit and set CUDA_HOME")
+
+
+def wheel_cuda_dirs() -> tuple[list[str], list[str]]:
+    """Include and library directories of the CUDA wheels in this Python environment (cuBLAS & co)."""
+    site = sysconfig.get_path("purelib")
+    roots = sorted(glob.glob(f"{site}/nvidia/cu*")) + sorted(glob.glob(f"{site}/nvidia/cublas"))
+    return (
+        [f"{r}/include" for r in roots if Path(r, "include").is_dir()],
+        [f"{r}/lib" for r in roots if Path(r, "lib").is_dir()],
+    )
+
+
+def toolkit_fallbacks(spec: dict[str, Any]) -> None:
+    """Headers and libraries (cuBLAS) the toolkit lacks but the environment's CUDA wheels have:
+    searched after everything else, so they never shadow the toolkit's own."""
+    from torch.utils import cpp_extension
+
+    home = Path(cpp_extension.CUDA_HOME or "/nonexistent")
+    includes, libs = wheel_cuda_dirs()
+    if not (home / "include" / "cublas_v2.h").exists():
+        spec["extra_cflags"] += [f"-idirafter{d}" for d in includes]
+        spec["extra_cuda_cflags"] += [flag for d in includes for flag in ("-isystem", d)]
+    lib_dir = home / "lib64"
+    for name in ("cublas", "cublasLt"):
+        if f"-l{name}" in spec["extra_ldflags"] and not (lib_dir / f"lib{name}.so").exists():
+            for directory in libs:
+                versioned = sorted(Path(directory).glob(f"lib{name}.so.*"))
+                if versioned:
+                    ldflags = spec["extra_ldflags"]
+                    ldflags[ldflags.index(f"-l{name}")] = f"-l:{versioned[0].name}"
+                    ldflags.append(f"-L{directory}")
+                    break
+
+
+def _forget_version(name: str) -> None:
+    """Stop torch renaming a rebuilt extension `name_v1` (it versions by name within a process)."""
+    from torch.utils import cpp_extension
+
+    entries = getattr(getattr(cpp_extension, "JIT_EXTENSION_VERSIONER", None), "entries", None)
+    if isinstance(entries, dict):
+        entries.pop(name, None)
+
+
+def _compile_only() -> None:
+    """torch's JIT build ends by importing the library; the builder must not run its initialisers."""
+    from torch.utils import cpp_extension
+
+    cpp_extension._import_module_from_library = lambda *args, **kwargs: None
+
+
+class Builder:
+    def __init__(self, request: dict[str, Any]) -> None:
+        self.spec = request["spec"]
+        self.directory = Path(request["directory"])
+        self.cache_root = Path(request["cache_root"])
+        self.headers = "standard"
+
+    def common_kwargs(self, cpp_flags: list[str]) -> dict[str, Any]:
+        spec = self.spec
+        return {
+            "extra_cflags": cpp_flags,
+            "extra_cuda_cflags": spec["extra_cuda_cflags"],
+            "extra_ldflags": spec["extra_ldflags"],
+            "extra_include_paths": spec["extra_include_paths"],
+            "build_directory": str(self.directory),
+            "verbose": False,  # keep compiler output in the exception, where we parse it
+            "with_cuda": spec["with_cuda"],
+        }
+
+    def build(self) -> None:
+        from torch.utils import cpp_extension
+
+        spec = self.spec
+        cuda = bool(spec["cuda_sources"]) or any(name.endswith(".cu") for name, _ in spec["sources"])
+        if cuda:
+            require_cuda_toolchain()
+            toolkit_fallbacks(spec)
+        _compile_only()
+        implicit = not spec["no_implicit_headers"]
+        flags = list(spec["extra_cflags"])
+        if implicit or spec["kind"] == "files":
+            flags = pch_flags(self.cache_root, flags, spec["extra_include_paths"]) + flags
+        if spec["kind"] == "files":
+            source_dir = self.directory / "sources"
+            source_dir.mkdir(exist_ok=True)
+            paths = []
+            for name, text in spec["sources"]:
+                (source_dir / name).write_text(text)
+                paths.append(str(source_dir / name))
+            cpp_extension.load(spec["name"], paths, **self.common_kwargs(flags))
+            return
+        prelude = light_prelude(spec["cuda_sources"]) if spec["cuda_sources"] and implicit else None
+        if prelude:
+            light_cpp = ["#include <torch/extension.h>", *spec["cpp_sources"]]
+            light_cuda = [prelude, *(without_heavy_includes(s) for s in spec["cuda_sources"])]
+            try:
+                self._inline(light_cpp, light_cuda, flags, no_implicit_headers=True)
+            except Exception as exc:
+                if not is_build_failure(exc):
+                    raise
+                _forget_version(spec["name"])
+            else:
+                self.headers = "light"
+                return
+        self._inline(spec["cpp_sources"], spec["cuda_sources"] or None, flags, spec["no_implicit_headers"])
+
+    def _inline(self, cpp: list[str], cuda: list[str] | None, flags: list[str], no_implicit_headers: bool) -> None:
+        from torch.utils import cpp_extension
+
+        cpp_extension.load_inline(
+            self.spec["name"], cpp, cuda, functions=self.spec["functions"],
+            no_implicit_headers=no_implicit_headers, **self.common_kwargs(flags),
+        )  # fmt: skip
+
+
+BUILD_FAILURE_MARKERS = ("Error building extension", "Error compiling objects", "ninja: build stopped")
+
+
+def is_build_failure(exc: BaseException) -> bool:
+    return any(marker in str(exc) for marker in BUILD_FAILURE_MARKERS)
+
+
+def run_builder(request: dict[str, Any], channel: Channel) -> None:
+    builder = Builder(request)
+    started = time.perf_counter()
+    try:
+        builder.build()
+    except EnvironmentProblem:
+        raise
+    except Exception as exc:
+        text = str(exc)
+        if not is_build_failure(exc):
+            text = f"{type(exc).__name__}: {text}\n{short_traceback(exc)}"
+        channel.emit("build_failed", message=text[-200:], log=text[-20000:], headers=builder.headers)
+        return
+    print(f"built in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    channel.emit("built", directory=str(builder.directory), headers=builder.headers,
+                 seconds=round(time.perf_counter() - started, 3))  # fmt: skip

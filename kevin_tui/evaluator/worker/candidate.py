@@ -1,0 +1,175 @@
+"""The candidate worker: imports the untrusted candidate, runs it on the inputs it is handed, one step
+at a time, and reports. It decides nothing: its outputs are judged by the reference worker and its
+timings checked against the host's clock. A failure it reports about itself (a crash, a tripwire)
+is believed, since reporting one can only hurt the candidate.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch._dynamo
+
+from kevin_tui.evaluator.worker import common, tensorfile
+from kevin_tui.evaluator.worker.build_client import BuildClient
+from kevin_tui.evaluator.worker.capture import aliases, model_tensors, no_modes, snapshot
+from kevin_tui.evaluator.worker.channel import Channel
+from kevin_tui.evaluator.worker.guards import IdentityGuard, LeftoverGuard
+from kevin_tui.evaluator.worker.inputs import Pool
+from kevin_tui.evaluator.worker.opcount import count_ops
+from kevin_tui.evaluator.worker.reference import write_record
+from kevin_tui.evaluator.worker.timing_loop import Timer
+
+
+class Failure(Exception):
+    """Ends the run with a status the candidate earned (raised from deep inside, caught once)."""
+
+    def __init__(self, status: str, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.status, self.message, self.details = status, message, details
+
+
+class CandidateRun:
+    def __init__(self, request: dict[str, Any], channel: Channel) -> None:
+        self.request = request
+        self.channel = channel
+        self.device = request["device"]
+        self.scratch = Path(request["scratch"])
+        self.builds = BuildClient(channel)
+        self.mutation_allowed = request["mutates_inputs"]
+        self.identity: IdentityGuard | None = None
+        self.timer: Timer | None = None
+
+    def guarded(self, what: str, fn):
+        try:
+            return fn()
+        except (Failure, SystemExit):
+            raise
+        except BaseException as exc:
+            raise Failure(
+                "runtime_error",
+                f"{what} raised {type(exc).__name__}: {str(exc)[:300]}",
+                traceback=common.short_traceback(exc),
+            ) from exc
+
+    def untouched(self, leftover: LeftoverGuard | None, when: str) -> None:
+        """Fail as `rejected` if a watched function was replaced or work was left running."""
+        if replaced := self.identity.replaced():
+            raise Failure("rejected", f"the candidate replaced {', '.join(replaced[:4])} ({when})")
+        if leftover is not None and (left := leftover.leftovers()):
+            raise Failure("rejected", f"{', '.join(left[:3])} still running after forward returned ({when})")
+
+    # -- loading -------------------------------------------------------------------
+
+    def load(self) -> None:
+        self.problem = common.import_file(self.request["problem_path"], "kevin_reference")
+        self.builds.install()
+        self.identity = IdentityGuard()
+        module = self.guarded(
+            "importing the candidate", lambda: common.import_file(self.request["candidate_path"], "kevin_candidate")
+        )
+        model_new = getattr(module, "ModelNew", None)
+        if not isinstance(model_new, type) or not issubclass(model_new, torch.nn.Module):
+            raise Failure("format_error", "the candidate defines no ModelNew class (an nn.Module)")
+        self.untouched(None, "after import")
+        init = tensorfile.read(Path(self.request["init_path"]))
+        for method in ("__init__",):
+            if why := common.signature_problem(model_new, method, init):
+                raise Failure("format_error", why)
+        seed = self.request["init_seed"]
+        model = self.guarded("ModelNew(*get_init_inputs())", lambda: common.seeded(seed, lambda: model_new(*init)))
+        self.model = self.guarded("moving ModelNew to the device", lambda: model.to(self.device))
+        self.reference = common.seeded(seed, lambda: self.problem.Model(*init)).to(self.device)
+        self.untouched(None, "after construction")
+        self.channel.emit("loaded")
+
+    # -- correctness -----------------------------------------------------------------
+
+    def forward(self, args: list[Any], what: str) -> Any:
+        def run():
+            with torch.no_grad():
+                out = self.model(*args)
+            common.synchronize(self.device)  # surface asynchronous CUDA errors here
+            with no_modes():
+                return snapshot(out), aliases(out, args, model_tensors(self.model))
+
+        return self.guarded(what, run)
+
+    def count(self, command: dict[str, Any]) -> None:
+        """Evidence, asked for last: the PyTorch compute ops one forward call dispatches (counting
+        leaves the process slower, so it never happens before timing)."""
+
+        def run():
+            with torch.no_grad():
+                return self.model(*common.clone(self.first_args))
+
+        try:
+            _, counts = count_ops(run)
+        except Exception:
+            counts = {}  # evidence only: a kernel that cannot run under a dispatch mode is not wrong for it
+        self.channel.emit("ops", op_counts=counts)
+
+    def trial(self, command: dict[str, Any]) -> None:
+        index = command["index"]
+        args = common.to_device(tensorfile.read(Path(command["inputs"])), self.device)
+        if index == 0:
+            if why := common.signature_problem(type(self.model), "forward", args):
+                raise Failure("format_error", why)
+            self.first_args = common.clone(args)
+        leftover = LeftoverGuard()
+        outputs, found = {}, []
+        for order in ("before", "after"):
+            given = common.clone(args)
+            label = f"forward (trial {index + 1}, {order} the reference)"
+            out, out_aliases = self.forward(given, label)
+            self.untouched(leftover, f"trial {index + 1}")
+            if not self.mutation_allowed and not common.same(given, args):
+                raise Failure("incorrect", f"the candidate changed its inputs in place (trial {index + 1})")
+            outputs[order], found = out, found or out_aliases
+            if order == "before":
+                with torch.no_grad():
+                    self.reference(*common.clone(args))
+                common.synchronize(self.device)
+        path = self.scratch / f"out-{index}.kt"
+        write_record(path, outputs, found)
+        self.channel.emit("trial_done", index=index, path=str(path))
+
+    # -- timing ------------------------------------------------------------------------
+
+    def pool(self, command: dict[str, Any]) -> None:
+        pool = Pool.build(self.problem.get_inputs, command["seed"], self.device, command["pool_bytes"])
+        model, reference = self.model, self.reference
+        self.timer = Timer(lambda args: model(*args), pool, self.device, control=lambda args: reference(*args))
+        self.channel.emit("pool_ready")
+
+    def round(self, command: dict[str, Any]) -> None:
+        leftover = LeftoverGuard()
+        samples, synced = self.guarded("timing forward", lambda: self.timer.round(command["calls"]))
+        self.untouched(leftover, f"timing round {command['round']}")
+        self.channel.emit("round_done", round=command["round"], samples_ms=samples, synced_ms=synced,
+                          control_ms=self.timer.control_ms)  # fmt: skip
+
+    def output(self, command: dict[str, Any]) -> None:
+        path = self.scratch / f"timed-{command['round']}.kt"
+        write_record(path, {"timed": self.timer.outputs[command["call"]]}, [])
+        self.channel.emit("output_written", round=command["round"], path=str(path))
+
+    def serve(self) -> None:
+        handlers = {"trial": self.trial, "pool": self.pool, "round": self.round, "output": self.output,
+                    "count": self.count}  # fmt: skip
+        while (command := self.channel.next_command())["cmd"] != "exit":
+            handlers[command["cmd"]](command)
+
+
+def run_candidate(request: dict[str, Any], channel: Channel) -> None:
+    torch.set_num_threads(request["threads"])
+    if request["device"].startswith("cuda"):
+        torch.cuda.set_device(request["device"])  # kernels launch on the current device: make it ours
+    run = CandidateRun(request, channel)
+    try:
+        run.load()
+        run.serve()
+    except Failure as failure:
+        channel.emit("final", status=failure.status, message=failure.message, details=failure.details)

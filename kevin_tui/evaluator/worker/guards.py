@@ -1,0 +1,86 @@
+"""Tripwires inside the candidate worker, for the cheats that do not bother to hide.
+
+A candidate runs in this process, so it could replace the functions that time or check it. We record
+the identity of each such function before the candidate is imported and compare after every step,
+and look for Python threads and child processes still alive after forward returns. A candidate that
+has read this file can defeat all of it; that is why nothing the host decides rests on it (the host
+checks outputs in the reference worker and timings against its own clock). It stays because it names
+the plain cheats precisely, at no cost.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+WATCHED = (
+    "time.perf_counter", "time.perf_counter_ns", "time.time", "time.monotonic",
+    "torch.cuda.Event", "torch.cuda.Event.record", "torch.cuda.Event.elapsed_time",
+    "torch.cuda.Event.synchronize", "torch.cuda.synchronize", "torch.cuda.current_stream",
+    "torch.allclose", "torch.isclose", "torch.equal", "torch.testing.assert_close",
+    "torch.manual_seed", "torch.save", "torch.Tensor.clone", "torch.Tensor.cpu",
+    "torch.Tensor.to", "torch.Tensor.detach", "torch.Tensor.__eq__", "torch.nn.Module.__call__",
+    "json.dumps", "os.write", "builtins.isinstance", "builtins.type",
+)  # fmt: skip
+
+
+def _locate(dotted: str) -> tuple[Any, str]:
+    """(the object holding the last attribute, that attribute's name) for a dotted path."""
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            holder = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:-1]:
+            holder = getattr(holder, attr)
+        return holder, parts[-1]
+    raise ImportError(dotted)
+
+
+def _current(holder: Any, attr: str) -> Any:
+    if isinstance(holder, type):
+        return holder.__dict__.get(attr)
+    return getattr(holder, attr, None)
+
+
+class IdentityGuard:
+    """Remembers watched functions; `replaced()` names any that are no longer the same object.
+
+    The holders are found once (imports are slow); each check is then a few attribute lookups, cheap
+    enough to run inside a timing round."""
+
+    def __init__(self) -> None:
+        self.watched = []
+        for name in WATCHED:
+            holder, attr = _locate(name)
+            self.watched.append((name, holder, attr, _current(holder, attr)))
+
+    def replaced(self) -> list[str]:
+        return [name for name, holder, attr, original in self.watched if _current(holder, attr) is not original]
+
+
+def child_pids() -> set[int]:
+    pids: set[int] = set()
+    for task in Path("/proc/self/task").glob("*/children"):
+        try:
+            pids.update(int(p) for p in task.read_text().split())
+        except OSError:
+            continue
+    return pids
+
+
+class LeftoverGuard:
+    """Python threads and child processes that outlive a forward call."""
+
+    def __init__(self) -> None:
+        self.threads = set(threading.enumerate())
+        self.children = child_pids()
+
+    def leftovers(self) -> list[str]:
+        found = [f"thread {t.name!r}" for t in threading.enumerate() if t not in self.threads and t.is_alive()]
+        found += [f"child process {pid}" for pid in sorted(child_pids() - self.children)]
+        return found

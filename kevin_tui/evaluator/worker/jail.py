@@ -1,0 +1,108 @@
+"""The file-system view of a sandboxed worker when bubblewrap is not installed.
+
+`unshare` (util-linux) puts the worker in fresh user, PID, mount, network and IPC namespaces; this
+module then does, with the mount(2) and pivot_root(2) system calls, what bubblewrap would: a new
+root on a tmpfs holding only the bind mounts the host asked for (read-only unless marked otherwise),
+a private /proc, /tmp and HOME, a few device nodes, and the old root detached. It runs first thing
+in the worker, before anything reads a file or imports torch.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+from typing import Any
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+AT_FDCWD, AT_RECURSIVE = -100, 0x8000
+MOUNT_ATTR_RDONLY = 0x1
+SYS_MOUNT_SETATTR = 442
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class JailError(Exception):
+    pass
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise JailError(f"{what}: {os.strerror(errno)}")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    encode = lambda s: s.encode() if s is not None else None  # noqa: E731
+    _check(_libc.mount(encode(source), encode(target), encode(fstype), flags, encode(data)), f"mount {target}")
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]  # fmt: skip
+
+
+def _read_only(target: str) -> None:
+    """Make a mount and everything under it read-only (mount_setattr, Linux 5.12+; else the top only)."""
+    attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
+    result = _libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, target.encode(), AT_RECURSIVE, ctypes.byref(attr),
+                           ctypes.sizeof(attr))  # fmt: skip
+    if result == 0:
+        return
+    flags = MS_REMOUNT | MS_BIND | MS_RDONLY
+    stat = os.statvfs(target)
+    for st_flag, ms_flag in ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC)):
+        if stat.f_flag & st_flag:
+            flags |= ms_flag
+    _mount(None, target, None, flags)
+
+
+def _placeholder(source: str, target: str) -> None:
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if not os.path.exists(target):
+            open(target, "w").close()
+
+
+def enter(spec: dict[str, Any]) -> None:
+    """Build the new root described by `spec` (from the host's sandbox) and move into it."""
+    root = spec["new_root"]
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64m")
+    for directory in ("/dev/shm", "/tmp"):  # first: scratch directories may be bound inside /tmp
+        os.makedirs(root + directory, exist_ok=True)
+        _mount("tmpfs", root + directory, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={spec['tmp_bytes']}")
+    for source, target, mode in spec["binds"]:
+        if not os.path.exists(source):
+            continue
+        inside = root + target
+        _placeholder(source, inside)
+        _mount(source, inside, None, MS_BIND | MS_REC)
+        if mode == "ro":
+            _read_only(inside)
+    os.makedirs(root + "/dev", exist_ok=True)
+    for name in DEVICES + tuple(spec.get("devices", ())):
+        source = name if name.startswith("/") else f"/dev/{name}"
+        if os.path.exists(source):
+            _placeholder(source, root + source)
+            _mount(source, root + source, None, MS_BIND)
+    os.makedirs(root + "/proc", exist_ok=True)
+    _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    old = root + "/.old-root"
+    os.makedirs(old, exist_ok=True)
+    number = SYS_PIVOT_ROOT.get(platform.machine())
+    if number is None:
+        raise JailError(f"pivot_root: unknown system call number on {platform.machine()}")
+    _check(_libc.syscall(number, root.encode(), old.encode()), "pivot_root")
+    os.chdir("/")
+    _check(_libc.umount2(b"/.old-root", MNT_DETACH), "umount the old root")
+    os.rmdir("/.old-root")
+    os.makedirs(spec["home"], exist_ok=True)
+    _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    os.chdir(spec["chdir"])

@@ -1,0 +1,169 @@
+"""Comparing a candidate's output with the reference's (runs in the reference worker).
+
+The reference worker never imports the candidate, and reads its outputs from pickle-free files, so
+nothing the candidate does can change how it is judged. The structure must match exactly (a list
+where the reference returns a tensor fails), and the tolerance is made meaningful: the absolute
+tolerance never exceeds `rtol` times the largest reference value, so a candidate that returns zeros
+cannot pass a problem whose outputs are all tiny. The comparison runs on the evaluation device when
+there is one, in float32 for every float type but float64, so a large output costs the judge
+seconds, not minutes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from kevin_tui.evaluator.worker.tensorfile import Leaf, Other
+
+TOLERANCES = {
+    torch.float64: (1e-7, 1e-7),
+    torch.float32: (1e-4, 1e-4),
+    torch.float16: (1e-2, 1e-2),
+    torch.bfloat16: (1e-2, 1e-2),
+}
+
+
+@dataclass
+class Check:
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+@dataclass
+class Judgement:
+    passed: bool
+    checks: list[Check] = field(default_factory=list)
+    mismatch: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+
+
+def tolerance_for(dtype: torch.dtype, atol: float | None, rtol: float | None) -> tuple[float, float]:
+    default = TOLERANCES.get(dtype, (0.0, 0.0))
+    return (default[0] if atol is None else atol, default[1] if rtol is None else rtol)
+
+
+def describe(value: Any) -> str:
+    if isinstance(value, Leaf):
+        return "a torch.Tensor"
+    if isinstance(value, Other):
+        return f"a {value.type_name}"
+    return f"a {type(value).__name__}"
+
+
+def compare_tensor(ref: torch.Tensor, out: torch.Tensor, atol: float | None, rtol: float | None) -> dict | None:
+    """None when `out` matches `ref`; otherwise the mismatch figures. Both on the same device."""
+    if out.shape != ref.shape:
+        return {"reason": f"shape {tuple(out.shape)}, expected {tuple(ref.shape)}"}
+    if out.dtype != ref.dtype:
+        return {"reason": f"dtype {out.dtype}, expected {ref.dtype}"}
+    if ref.numel() == 0:
+        return None
+    if not ref.is_floating_point() and not ref.is_complex():
+        if torch.equal(out, ref):
+            return None
+        wrong = int((out != ref).sum())
+        return {"reason": f"{wrong} of {ref.numel()} values differ (exact match required for {ref.dtype})"}
+    work = torch.float64 if ref.dtype == torch.float64 else torch.float32
+    a, r = out.to(work), ref.to(work)
+    ref_finite, out_finite = torch.isfinite(r), torch.isfinite(a)
+    bad_nonfinite = ref_finite & ~out_finite
+    if bool(bad_nonfinite.any()):
+        return {"reason": f"{int(bad_nonfinite.sum())} NaN/Inf values where the reference has finite ones"}
+    if not bool(ref_finite.all()):
+        r_nf, a_nf = r[~ref_finite], a[~ref_finite]
+        same_nan = torch.equal(torch.isnan(r_nf), torch.isnan(a_nf))
+        if not same_nan or not torch.equal(r_nf[~torch.isnan(r_nf)], a_nf[~torch.isnan(r_nf)]):
+            return {"reason": "NaN/Inf values differ from the reference's"}
+        r, a = r[ref_finite], a[ref_finite]
+    atol_, rtol_ = tolerance_for(ref.dtype, atol, rtol)
+    scale = float(r.abs().max()) if r.numel() else 0.0
+    effective_atol = min(atol_, rtol_ * scale)
+    diff = (a - r).abs()
+    over = diff > effective_atol + rtol_ * r.abs()
+    if r.numel() > 1 and float(r.max()) != float(r.min()) and float(a.max()) == float(a.min()):
+        reason = f"constant output {float(a.reshape(-1)[0]):.6g} where the reference varies"
+    elif bool(over.any()):
+        reason = f"{int(over.sum())} of {r.numel()} values outside tolerance"
+    else:
+        return None
+    return {"reason": reason, **_figures(ref, out, ref_finite, r, diff, over, effective_atol, rtol_)}
+
+
+def _figures(ref, out, finite_mask, finite_ref, diff, over, atol, rtol) -> dict[str, Any]:
+    """Where the worst element is and how far off it is; `diff` and `finite_ref` cover finite positions only."""
+    positions = finite_mask.reshape(-1).nonzero().reshape(-1)
+    worst = int(positions[int(diff.argmax())])
+    index = [int(i) for i in torch.unravel_index(torch.tensor(worst), ref.shape)] if ref.dim() else []
+    expected, got = ref.reshape(-1)[worst], out.reshape(-1)[worst]
+    rel = diff / finite_ref.abs().clamp_min(1e-12)
+    return {
+        "max_abs_error": float(diff.max()),
+        "max_rel_error": float(rel.max()),
+        "mismatched": int(over.sum()),
+        "total": int(diff.numel()),
+        "worst_index": index,
+        "expected": float(expected),
+        "got": float(got),
+        "atol": atol,
+        "rtol": rtol,
+    }
+
+
+def compare_output(
+    ref: Any, got: Any, device: str, atol: float | None, rtol: float | None, where: str = ""
+) -> dict | None:
+    """Compare exact structures; `got` is what tensorfile.read(with_devices=True) returned."""
+    if isinstance(ref, torch.Tensor):
+        if not isinstance(got, Leaf):
+            return {"reason": f"{where}returned {describe(got)}, not a plain torch.Tensor"}
+        if got.device != device:
+            return {"reason": f"{where}tensor on {got.device}, expected {device}"}
+        problem = compare_tensor(ref.to(device), got.tensor.to(device), atol, rtol)
+        if problem:
+            problem["reason"] = where + problem["reason"]
+        return problem
+    if type(ref) in (tuple, list):
+        if type(got) is not type(ref):
+            return {"reason": f"{where}returned {describe(got)}, expected a {type(ref).__name__}"}
+        if len(got) != len(ref):
+            return {"reason": f"{where}{len(got)} outputs, expected {len(ref)}"}
+        for index, (r, g) in enumerate(zip(ref, got, strict=True)):
+            if problem := compare_output(r, g, device, atol, rtol, f"{where}output {index}: "):
+                return problem
+        return None
+    if type(got) is not type(ref) or got != ref:
+        return {"reason": f"{where}{got!r}, expected {ref!r}"[:300]}
+    return None
+
+
+def same_output(a: Any, b: Any) -> bool:
+    """Two candidate outputs read from files are identical (a repeated, stale answer)."""
+    if isinstance(a, Leaf) and isinstance(b, Leaf):
+        return a.tensor.shape == b.tensor.shape and torch.equal(a.tensor, b.tensor)
+    if type(a) in (tuple, list) and type(a) is type(b) and len(a) == len(b):
+        return all(same_output(x, y) for x, y in zip(a, b, strict=True))
+    return False
+
+
+def judge_trial(
+    ref: Any, runs: dict[str, Any], device: str, atol: float | None, rtol: float | None, label: str,
+    previous: dict[str, Any] | None = None,
+) -> Judgement:  # fmt: skip
+    """`runs` holds the outputs of one trial run 'before' and 'after' the reference ran in the candidate's process."""
+    checks: list[Check] = []
+    for order, got in runs.items():
+        name = f"{label} ({order} the reference)" if len(runs) > 1 else label
+        problem = compare_output(ref, got, device, atol, rtol)
+        if problem is None:
+            checks.append(Check(f"output {name}", True))
+            continue
+        if previous is not None and order in previous and same_output(previous[order], got):
+            problem["reason"] += "; identical to the previous call's output (a cached answer?)"
+        checks.append(Check(f"output {name}", False, problem["reason"]))
+        problem["order"] = order
+        return Judgement(False, checks, problem, f"wrong output in {name}: {problem['reason']}")
+    return Judgement(True, checks)

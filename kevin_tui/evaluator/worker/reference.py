@@ -1,0 +1,233 @@
+"""The reference worker: the user's problem, its inputs and outputs, its timing rounds, and the judge.
+
+It imports only the problem, never a candidate; it makes every trial's inputs from the secret seed the
+host gives it per evaluation, keeps the reference outputs in memory, and judges the candidate's
+outputs from files (never unpickled). It stays alive for the evaluator's lifetime.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kevin_tui.evaluator.worker import common, tensorfile
+from kevin_tui.evaluator.worker.capture import aliases, model_tensors, no_modes, snapshot
+from kevin_tui.evaluator.worker.channel import Channel
+from kevin_tui.evaluator.worker.inputs import Pool, sample, trial_inputs
+from kevin_tui.evaluator.worker.judge import judge_trial
+from kevin_tui.evaluator.worker.tensorfile import TensorFileError
+from kevin_tui.evaluator.worker.timing_loop import Timer
+
+
+class ProblemBroken(Exception):
+    pass
+
+
+def write_record(path: Path, outputs: dict[str, Any], found_aliases: list[str]) -> None:
+    """An output record: each named run's output (e.g. before/after the reference) and its aliasing."""
+    tensorfile.write(path, [[[name, value] for name, value in outputs.items()], list(found_aliases)])
+
+
+def read_record(path: Path) -> tuple[dict[str, Any], list[str]]:
+    record = tensorfile.read(path, with_devices=True)
+    if not (type(record) is list and len(record) == 2 and type(record[0]) is list and type(record[1]) is list):
+        raise TensorFileError("not an output record")
+    runs = {}
+    for pair in record[0]:
+        if not (type(pair) is list and len(pair) == 2 and type(pair[0]) is str) or pair[0] in runs:
+            raise TensorFileError("not an output record")
+        runs[pair[0]] = pair[1]
+    if not runs or not all(type(a) is str for a in record[1]):
+        raise TensorFileError("not an output record")
+    return runs, record[1]
+
+
+def _supported(value: Any) -> bool:
+    if type(value) is torch.Tensor or type(value) in (int, float, bool, str) or value is None:
+        return True
+    return type(value) in (tuple, list) and all(_supported(v) for v in value)
+
+
+def _nbytes(value: Any) -> int:
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, tuple | list):
+        return sum(_nbytes(v) for v in value)
+    return 0
+
+
+class Reference:
+    def __init__(self, request: dict[str, Any], channel: Channel) -> None:
+        self.channel = channel
+        self.path = request["problem_path"]
+        self.device = common.resolve_device(request["device"])
+        self.outbox = Path(request["outbox"])
+        self.module = self._import()
+        seed = request["init_seed"]
+        try:
+            self.init_inputs = common.seeded(seed, self.module.get_init_inputs)
+            self.model = common.seeded(seed, lambda: self.module.Model(*self.init_inputs)).to(self.device)
+        except Exception as exc:
+            raise ProblemBroken(
+                f"{self.path}: building Model(*get_init_inputs()) raised {type(exc).__name__}: {exc}"
+            ) from exc
+        self.outputs: dict[int, list[Any]] = {}
+        self.timers: dict[str, Timer] = {}
+        self.kept: dict[tuple[str, int], Any] = {}
+
+    def _import(self):
+        try:
+            module = common.import_file(self.path, "kevin_reference")
+        except BaseException as exc:
+            raise ProblemBroken(f"{self.path}: importing it raised {type(exc).__name__}: {exc}") from exc
+        for name in ("Model", "get_inputs", "get_init_inputs"):
+            if not callable(getattr(module, name, None)):
+                raise ProblemBroken(f"{self.path}: {name} is missing or not callable")
+        return module
+
+    def forward(self, args: list[Any]) -> Any:
+        with torch.no_grad():
+            out = self.model(*args)
+        common.synchronize(self.device)
+        return out
+
+    def probe(self, seed: int) -> dict[str, Any]:
+        """Run one sample: does the problem work, mutate its inputs, alias them, return something we can compare?"""
+        try:
+            args = common.to_device(sample(self.module.get_inputs, seed), self.device)
+            original = common.clone(args)
+            out = self.forward(args)
+        except Exception as exc:
+            raise ProblemBroken(f"{self.path}: the reference forward raised {type(exc).__name__}: {exc}") from exc
+        if not _supported(out):
+            raise ProblemBroken(
+                f"{self.path}: the reference returns a {type(out).__name__}; kevin-tui compares tensors, "
+                "tuples and lists of them, and plain numbers"
+            )
+        return {
+            "mutates_inputs": not common.same(args, original),
+            "output_aliases": aliases(out, args, model_tensors(self.model)),
+            "output_bytes": _nbytes(out),
+            "input_bytes": _nbytes(args),
+        }
+
+    # -- correctness -----------------------------------------------------------------
+
+    def trials(self, command: dict[str, Any]) -> None:
+        evaluation, seed = command["eval"], command["seed"]
+        inputs = trial_inputs(self.module.get_inputs, seed, command["fresh"], command["duplicates"])
+        paths, outputs = [], []
+        for index, args in enumerate(inputs):
+            path = self.outbox / f"eval-{evaluation}-trial-{index}.kt"
+            tensorfile.write(path, args)
+            paths.append(str(path))
+            with no_modes():
+                outputs.append(snapshot(self.forward(common.to_device(args, self.device))))
+        self.outputs = {evaluation: outputs}
+        self.channel.emit("trials_ready", paths=paths)
+
+    def judge(self, command: dict[str, Any], ref: Any, label: str, previous: Any = None) -> None:
+        try:
+            outputs, given_aliases = read_record(Path(command["path"]))
+        except (OSError, TensorFileError) as exc:
+            self.channel.emit("judged", passed=False, checks=[], mismatch={"reason": str(exc)},
+                              message=f"the candidate's output file for {label} is unusable: {exc}")  # fmt: skip
+            return
+        verdict = judge_trial(ref, outputs, self.device, command.get("atol"), command.get("rtol"), label, previous)
+        if verdict.passed and given_aliases and not self.output_aliases:
+            verdict.passed = False
+            verdict.message = f"{label}: {given_aliases[0]}, which the reference's output never does"
+            verdict.mismatch = {"reason": verdict.message}
+        self.channel.emit(
+            "judged",
+            passed=verdict.passed,
+            checks=[c.__dict__ for c in verdict.checks],
+            mismatch=verdict.mismatch,
+            message=verdict.message,
+        )
+        self.last_judged = outputs
+
+    def judge_check(self, command: dict[str, Any]) -> None:
+        index = command["trial"]
+        outputs = self.outputs.get(command["eval"], [])
+        previous = self.last_judged if index > 0 else None
+        self.judge(command, outputs[index], f"trial {index + 1}", previous)
+
+    # -- timing ------------------------------------------------------------------
+
+    def pool(self, command: dict[str, Any]) -> None:
+        self.timers = {}
+        for side in command["sides"]:
+            model = self.model if side == "eager" else self.compiled()
+            pool = Pool.build(self.module.get_inputs, command["seed"], self.device, command["pool_bytes"])
+
+            def call(args: list[Any], model=model) -> Any:
+                return model(*args)
+
+            # The eager side runs the same pattern as the candidate's worker: each call, then the
+            # reference again on the same inputs as the control that measures the processes' own difference.
+            control = self.forward_only if side == "eager" else None
+            self.timers[side] = Timer(call, pool, self.device, control=control)
+        self.channel.emit("pool_ready")
+
+    def forward_only(self, args: list[Any]) -> Any:
+        return self.model(*args)
+
+    def compiled(self):
+        return torch.compile(self.model)
+
+    def round(self, command: dict[str, Any]) -> None:
+        samples, synced = self.timers[command["side"]].round(command["calls"])
+        control = self.timers[command["side"]].control_ms if self.timers[command["side"]].control else None
+        self.channel.emit(
+            "round_done", round=command["round"], samples_ms=samples, synced_ms=synced, control_ms=control
+        )
+
+    def output(self, command: dict[str, Any]) -> None:
+        """Write one output of the last round (the same cost the candidate pays) and keep it for judging."""
+        value = self.timers[command["side"]].outputs[command["call"]]
+        path = self.outbox / f"timed-{command['side']}-{command['round']}.kt"
+        write_record(path, {"timed": value}, [])
+        self.kept[(command["side"], command["round"])] = value
+        self.channel.emit("output_written", round=command["round"], path=str(path))
+
+    def judge_timed(self, command: dict[str, Any]) -> None:
+        ref = self.kept.pop(("eager", command["round"]))
+        self.judge(command, ref, f"timed call of round {command['round']}")
+
+
+def run_reference(request: dict[str, Any], channel: Channel) -> None:
+    torch.set_num_threads(request["threads"])
+    try:
+        reference = Reference(request, channel)
+        probe = reference.probe(request["init_seed"] + 7)
+    except ProblemBroken as exc:
+        channel.emit("problem_error", message=str(exc), traceback=common.short_traceback(exc.__cause__ or exc))
+        return
+    reference.output_aliases = probe["output_aliases"]
+    reference.last_judged = None
+    init_path = reference.outbox / "init.kt"
+    tensorfile.write(init_path, list(reference.init_inputs))
+    channel.emit(
+        "ready",
+        device=reference.device,
+        environment=common.environment(reference.device),
+        init_path=str(init_path),
+        mutates_inputs=probe["mutates_inputs"],
+        output_aliases=probe["output_aliases"],
+        threads=torch.get_num_threads(),
+        output_bytes=probe["output_bytes"],
+        input_bytes=probe["input_bytes"],
+    )
+    handlers = {
+        "trials": reference.trials,
+        "judge": reference.judge_check,
+        "pool": reference.pool,
+        "round": reference.round,
+        "output": reference.output,
+        "judge_timed": reference.judge_timed,
+    }
+    while (command := channel.next_command())["cmd"] != "exit":
+        handlers[command["cmd"]](command)

@@ -1,0 +1,73 @@
+"""One timing round, run the same way for the reference and the candidate.
+
+The host sends rounds to the two workers in turn and measures each with its own clock; this is the
+loop inside one worker. Each call gets the next inputs from the pool (no two calls see the same
+input), and its output is kept so the host can ask for any call's output afterwards (a kernel that
+reuses one output buffer across calls fails that check: a module's result must stay valid).
+CPU: wall clock around each call. CUDA: events around each call on a synchronised device with the
+L2 cache flushed before it, plus a wall-clock time that includes a device-wide synchronise (work
+hidden on another stream finishes its events early but not the device, and the gap shows).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from kevin_tui.evaluator.worker.inputs import Pool
+
+
+class Timer:
+    """Runs rounds of calls of `fn` on a pool's inputs; keeps the last round's outputs for the judge.
+
+    With a `control` (the reference model, in the candidate's process), each call of `fn` is followed
+    by one of the control on the same inputs: how fast the reference runs in this process, compared
+    with its own worker, shows how much the two processes differ by themselves."""
+
+    def __init__(
+        self, fn: Callable[[list[Any]], Any], pool: Pool, device: str, control: Callable[[list[Any]], Any] | None = None
+    ) -> None:
+        self.fn, self.pool, self.device, self.control = fn, pool, device, control
+        self.outputs: list[Any] = []
+        self.control_ms: list[float] = []
+        self.flush = None
+        if device.startswith("cuda"):
+            size = max(2 * torch.cuda.get_device_properties(device).L2_cache_size, 64 << 20)
+            self.flush = torch.empty(size, dtype=torch.uint8, device=device)
+
+    def round(self, calls: int) -> tuple[list[float], list[float] | None]:
+        """(per-call ms, per-call device-synced ms or None on the CPU) for `calls` calls."""
+        self.outputs, self.control_ms = [], []
+        samples: list[float] = []
+        synced: list[float] = []
+        with torch.no_grad():
+            for index in range(calls):
+                args = self.pool.next_args()
+                control_first = self.control is not None and index % 2 == 1  # cancels any effect of order
+                if control_first:
+                    self._call(self.control, args, self.control_ms, [])
+                self.outputs.append(self._call(self.fn, args, samples, synced))
+                if self.control is not None and not control_first:
+                    self._call(self.control, args, self.control_ms, [])
+        return samples, (synced if self.flush is not None else None)
+
+    def _call(self, fn: Callable[[list[Any]], Any], args: list[Any], samples: list[float], synced: list[float]) -> Any:
+        if self.flush is None:
+            start = time.perf_counter()
+            out = fn(args)
+            samples.append((time.perf_counter() - start) * 1e3)
+            return out
+        self.flush.zero_()
+        torch.cuda.synchronize(self.device)
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start = time.perf_counter()
+        begin.record()
+        out = fn(args)
+        end.record()
+        torch.cuda.synchronize(self.device)
+        synced.append((time.perf_counter() - start) * 1e3)
+        samples.append(begin.elapsed_time(end))
+        return out
