@@ -11,15 +11,19 @@ no sandbox, every verdict says so, with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import re
+import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,6 +109,63 @@ class Limits:
         return {"memory": self.memory, "processes": self.processes, "files": self.files, "file_size": self.file_size}
 
 
+def pids_cgroup_root() -> Path | None:
+    """A cgroup hierarchy with the pids controller that we may create groups in, or None.
+
+    Only needed as root: the kernel exempts root from RLIMIT_NPROC, so a fork bomb run by root is
+    stopped by a `pids.max` instead (cgroup v1's pids hierarchy, or v2 where pids is enabled)."""
+    v1 = Path("/sys/fs/cgroup/pids")
+    if (v1 / "cgroup.procs").exists() and os.access(v1, os.W_OK):
+        return v1
+    v2 = Path("/sys/fs/cgroup")
+    try:
+        if "pids" in (v2 / "cgroup.subtree_control").read_text().split() and os.access(v2, os.W_OK):
+            return v2
+    except OSError:
+        pass
+    return None
+
+
+class ProcessGroup:
+    """A pids cgroup for one worker: caps its process count, and lets the host kill every process in it."""
+
+    def __init__(self, limit: int) -> None:
+        self.path: Path | None = None
+        root = pids_cgroup_root() if os.geteuid() == 0 else None
+        if root is None:
+            return
+        path = root / f"kevin-tui-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            path.mkdir()
+            (path / "pids.max").write_text(str(limit))
+        except OSError:
+            return
+        self.path = path
+
+    def wrap(self, command: list[str]) -> list[str]:
+        """`command`, started inside the group (the shell moves itself in, then becomes the command)."""
+        if self.path is None:
+            return command
+        return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self.path), *command]
+
+    def kill_all(self) -> None:
+        if self.path is None:
+            return
+        for _ in range(50):
+            try:
+                pids = [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+            except OSError:
+                return
+            if not pids:
+                break
+            for pid in pids:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.02)
+        with contextlib.suppress(OSError):
+            self.path.rmdir()
+
+
 @dataclass(frozen=True)
 class Bind:
     path: str
@@ -171,7 +232,10 @@ TMP_BYTES = 2 << 30
 
 
 def bwrap_command(argv: list[str], binds: list[Bind], chdir: str) -> list[str]:
-    command = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+    # As root, bwrap skips the user namespace unless told, and the kernel exempts root from the process
+    # limit outside one: ask for it explicitly then.
+    user = ["--unshare-user"] if os.geteuid() == 0 else []
+    command = ["bwrap", "--unshare-all", *user, "--die-with-parent", "--new-session", "--cap-drop", "ALL",
                "--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--dir", SANDBOX_HOME, "--proc", "/proc",
                "--dev", "/dev", "--tmpfs", "/dev/shm"]  # fmt: skip
     for device in gpu_devices():

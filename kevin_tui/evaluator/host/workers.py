@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kevin_tui.evaluator.host.sandbox import Bind, Limits, Sandbox, package_root, system_binds
+from kevin_tui.evaluator.host.sandbox import Bind, Limits, ProcessGroup, Sandbox, package_root, system_binds
 from kevin_tui.evaluator.protocol import MAX_EVENT_BYTES, ProtocolViolation, encode, parse_event
 from kevin_tui.processes import cpu_seconds, kill_process_group
 
@@ -87,10 +87,11 @@ class WorkerProcess:
         if spec := sandbox.jail_spec(all_binds, str(scratch), str(jail_root)):
             jail_root.mkdir(exist_ok=True)
             env["KEVIN_WORKER_JAIL"] = json.dumps(spec)
+        self.group = ProcessGroup(limits.processes)
         try:
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen(
-                    sandbox.command(argv, all_binds, str(scratch)),
+                    self.group.wrap(sandbox.command(argv, all_binds, str(scratch))),
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=log,
@@ -192,6 +193,7 @@ class WorkerProcess:
     def kill(self) -> None:
         """SIGTERM the whole process group (and so the sandbox), then SIGKILL whatever is left."""
         kill_process_group(self.proc, KILL_GRACE_S)
+        self.group.kill_all()
         with contextlib.suppress(OSError):  # unsent bytes to a dead process: nothing to save
             self._commands.close()
         with contextlib.suppress(OSError):
