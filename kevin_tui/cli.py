@@ -164,6 +164,19 @@ def cmd_sessions_entry(args: argparse.Namespace) -> int:
     return cmd_sessions(args)
 
 
+def cmd_cache(args: argparse.Namespace) -> int:
+    from kevin_tui.evaluator.host import cache
+    from kevin_tui.evaluator.host.evaluator import default_cache_dir
+
+    root = args.cache_dir or default_cache_dir()
+    if args.clean:
+        parts = cache.PARTS if args.clean == "all" else (args.clean,)
+        freed = cache.clean(root, parts)
+        print(f"removed {', '.join(parts)}: {freed / (1 << 20):.1f} MB freed")
+    print(cache.describe(root))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kevin-tui", description="Interactive GPU-kernel refinement with Kevin-32B.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -252,6 +265,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_undo.add_argument("path", nargs="?", default=".", help="a path inside the repository (default: .)")
     p_undo.set_defaults(func=cmd_undo)
+
+    p_cache = sub.add_parser("cache", help="show or clean the build cache (builds and precompiled headers)")
+    p_cache.add_argument("--clean", choices=["builds", "pch", "all"], help="remove that part of the cache")
+    p_cache.add_argument("--cache-dir", type=Path, default=None, help="the cache to use (default ~/.cache/kevin-tui)")
+    p_cache.set_defaults(func=cmd_cache)
     return parser
 
 

@@ -18,6 +18,7 @@ NVCC_ERROR = re.compile(r"^(?P<file>[^\s()]+)\((?P<line>\d+)\): (?:catastrophic 
 GCC_ERROR = re.compile(r"^(?P<file>[^\s:]+):(?P<line>\d+):(?:\d+:)? (?:fatal )?error: (?P<msg>.*)$")
 LINK_ERROR = re.compile(r"(undefined reference to .*|undefined symbol: .*|ld: .*|collect2: .*)$")
 NVCC_FATAL = re.compile(r"^(?:nvcc fatal|ptxas fatal|fatal error)\s*:\s*(?P<msg>.*)$")
+GENERATED_REF = re.compile(r"(?:^|/)(main\.cpp|cuda\.cu)[:(](\d+)")
 MANGLED = re.compile(r"\b_Z[\w$.]+")
 MAX_ERRORS = 8
 # APIs that older kernels (and models trained on them) still use, with what to write instead.
@@ -81,15 +82,18 @@ def first_errors(output: str, source_map: SourceMap | None = None) -> list[dict]
     """The first compiler or linker errors in build output, de-duplicated, in order."""
     errors: list[dict] = []
     seen: set[tuple] = set()
-    for raw in output.splitlines():
+    last_own: int | None = None  # the candidate's line named most recently (an error inside a header
+    for raw in output.splitlines():  # is usually reported just after the line of the source that caused it)
         line = raw.strip()
+        if source_map is not None and (own := GENERATED_REF.search(line)):
+            last_own = source_map.candidate_line(own[1], int(own[2])) or last_own
         match = NVCC_ERROR.match(line) or GCC_ERROR.match(line)
         if match:
             path, lineno, msg = match["file"], int(match["line"]), match["msg"].strip()
             name = path.rsplit("/", 1)[-1]
             entry = {"file": name, "line": lineno, "message": msg}
             if source_map is not None:
-                entry["candidate_line"] = source_map.candidate_line(name, lineno)
+                entry["candidate_line"] = source_map.candidate_line(name, lineno) or last_own
         elif fatal := NVCC_FATAL.match(line):
             entry = {"file": None, "line": None, "message": f"fatal: {fatal['msg'].strip()}"}
         elif link := LINK_ERROR.search(line):

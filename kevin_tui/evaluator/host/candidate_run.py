@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kevin_tui.evaluator.compiler_output import demangle
 from kevin_tui.evaluator.host.builds import BuildRecord
 from kevin_tui.evaluator.host.timing import (
     Round,
@@ -211,13 +212,18 @@ class CandidateRun:
             if event["event"] == "loaded":
                 return
             if event["event"] == "load_failed":
-                for record in reversed(self.builds):
-                    if record.name == event["name"]:
-                        record.loaded, record.message = False, event["message"]
-                        record.compiler_errors = [{"file": None, "line": None, "message": event["message"]}]
-                        break
+                self.load_failed(event["name"], event["message"])
                 continue
             self.build(event)
+
+    def load_failed(self, name: str, message: str) -> None:
+        """The library built but did not load (an undefined symbol, usually): say which, readably."""
+        for record in reversed(self.builds):
+            if record.name == name:
+                text = demangle(message.replace(record.directory + "/", ""))
+                record.loaded, record.message = False, text
+                record.compiler_errors = [{"file": None, "line": None, "message": text}]
+                return
 
     def build(self, request: dict[str, Any]) -> None:
         self.enter("build")

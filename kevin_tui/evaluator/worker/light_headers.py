@@ -60,6 +60,7 @@ def light_prelude(cuda_sources: list[str]) -> str | None:
     ops = sorted({name for name in OP_CALL.findall(text) if (ops_dir / f"{name}.h").exists()})
     lines = [
         "#include <ATen/core/Tensor.h>",
+        "#include <ATen/TensorOperators.h>",  # host code writes `x / norm.sqrt()`; without it: the slow full build
         "#include <c10/util/Exception.h>",
         "#include <cuda.h>",
         "#include <cuda_runtime.h>",

@@ -19,6 +19,7 @@ import inspect
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -62,28 +63,74 @@ def pch_command(header: Path, output: Path, extra_cflags: list[str], include_pat
     ]  # fmt: skip
 
 
+def pch_relevant(flags: list[str]) -> list[str]:
+    """The flags a PCH must share with its users; warning flags are not among them, so they do not make
+    another ~750 MB header."""
+    return [f for f in flags if not (f.startswith("-W") and not f.startswith("-Wp,")) and f != "-w"]
+
+
+def max_bytes() -> int:
+    return int(float(os.environ.get("KEVIN_TUI_PCH_MAX_GB", "3")) * (1 << 30))
+
+
+def directory_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+_held: list = []  # shared locks on the headers this process uses, released when it exits
+
+
+def evict(pch_root: Path, keep: Path, limit: int) -> list[Path]:
+    """Remove least recently used headers until the total fits `limit`; headers in use (locked) stay."""
+    entries = []
+    for directory in pch_root.iterdir():
+        if directory.is_dir() and directory != keep:
+            stamp = directory / ".used"
+            entries.append((stamp.stat().st_mtime if stamp.exists() else 0.0, directory))
+    total = directory_bytes(pch_root)
+    removed = []
+    for _, directory in sorted(entries):
+        if total <= limit:
+            break
+        with open(directory / ".lock", "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # a build is using it
+            size = directory_bytes(directory)
+            shutil.rmtree(directory, ignore_errors=True)
+        total -= size
+        removed.append(directory)
+    return removed
+
+
 def pch_flags(cache_root: Path, extra_cflags: list[str], include_paths: list[str]) -> list[str]:
     """Flags that make g++ use a PCH of torch/extension.h built for these flags; [] when unavailable."""
     if not sys.platform.startswith("linux") or not is_gcc(cxx_compiler()):
         return []
     import torch
 
+    extra_cflags = pch_relevant(extra_cflags)
     probe = pch_command(Path(HEADER), Path(HEADER + ".gch"), extra_cflags, include_paths)
     key = hashlib.sha256(f"{torch.__version__}\0{shlex.join(probe)}".encode()).hexdigest()[:20]
     directory = cache_root / "pch" / key
     directory.mkdir(parents=True, exist_ok=True)
     header, gch = directory / HEADER, directory / (HEADER + ".gch")
-    with open(directory / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not gch.exists():
-            header.write_text("#include <torch/extension.h>\n")
-            partial = directory / f"{HEADER}.gch.{os.getpid()}"
-            result = subprocess.run(
-                pch_command(header, partial, extra_cflags, include_paths), capture_output=True, text=True
-            )
-            if result.returncode != 0:
-                partial.unlink(missing_ok=True)
-                print(f"kevin-tui: no precompiled header ({result.stderr[-500:]})", file=sys.stderr)
-                return []
-            partial.rename(gch)
+    lock = open(directory / ".lock", "a")  # noqa: SIM115  held (shared) for the rest of this build
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    if not gch.exists():
+        header.write_text("#include <torch/extension.h>\n")
+        partial = directory / f"{HEADER}.gch.{os.getpid()}"
+        command = pch_command(header, partial, extra_cflags, include_paths)
+        result = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if result.returncode != 0:
+            partial.unlink(missing_ok=True)
+            lock.close()
+            print(f"kevin-tui: no precompiled header ({result.stderr[-500:]})", file=sys.stderr)
+            return []
+        partial.rename(gch)
+    fcntl.flock(lock, fcntl.LOCK_SH)
+    _held.append(lock)
+    (directory / ".used").touch()
+    evict(directory.parent, directory, max_bytes())
     return ["-include", str(header)]

@@ -1,0 +1,100 @@
+"""Failure patterns seen in real generated kernels (a KernelBench leaderboard, CUDA-L1, QwQ-32B replies),
+reproduced with kernels of our own: none may hang, lie about building, or get a message a model cannot act on."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from kevin_tui.evaluator import EvalOptions, Evaluator, Status
+from kevin_tui.evaluator.host import cache
+from kevin_tui.evaluator.worker.pch import evict
+from tests.conftest import CANDIDATES
+from tests.test_builds import needs_nvcc
+
+PATTERNS = CANDIDATES / "realpattern"
+
+
+@pytest.fixture(scope="module")
+def relu_cpu(relu_problem, build_cache):
+    options = EvalOptions(device="cpu", timing=False, cache_dir=build_cache, build_timeout_s=600)
+    with Evaluator(relu_problem, options) as evaluator:
+        yield evaluator
+
+
+def judge(evaluator: Evaluator, name: str):
+    return evaluator.evaluate((PATTERNS / name).read_text())
+
+
+def test_removed_dispatch_form_gets_the_one_line_fix(relu_cpu):
+    verdict = judge(relu_cpu, "dispatch_x_type.py")
+    assert verdict.status is Status.COMPILE_ERROR, verdict.message
+    assert "x.scalar_type()" in verdict.message and "candidate line" in verdict.message
+
+
+def test_an_undefined_symbol_at_load_names_the_function(relu_cpu):
+    verdict = judge(relu_cpu, "undefined_symbol.py")
+    assert verdict.status is Status.COMPILE_ERROR, verdict.message
+    assert "loading the built extension failed" in verdict.message
+    assert "relu_cuda_impl(at::Tensor)" in verdict.message  # demangled
+    (build,) = verdict.details["builds"]
+    assert build["ok"] and build["loaded"] is False
+
+
+def test_a_wrong_load_inline_call_says_what_is_missing(relu_cpu):
+    verdict = judge(relu_cpu, "wrong_load_inline_call.py")
+    assert verdict.status is Status.RUNTIME_ERROR
+    assert "load_inline() missing a required argument: 'cpp_sources'" in verdict.message
+    assert "BuildClient" not in verdict.message and "<locals>" not in verdict.message
+
+
+@needs_nvcc
+@pytest.mark.nvcc
+def test_nvcc_fatal_lines_are_the_message(relu_cpu):
+    verdict = judge(relu_cpu, "nvcc_unsupported_arch.py")
+    assert verdict.status is Status.COMPILE_ERROR, verdict.message
+    assert "Unsupported gpu architecture" in verdict.message and "TORCH_CUDA_ARCH_LIST" in verdict.message
+
+
+@needs_nvcc
+@pytest.mark.nvcc
+def test_tensor_operators_in_host_code_build_with_the_light_headers(relu_cpu):
+    verdict = judge(relu_cpu, "tensor_operators_in_host_code.py")
+    assert verdict.status is Status.COMPILED, verdict.message
+    (build,) = verdict.details["builds"]
+    assert build["headers"] == "light"
+
+
+def test_precompiled_headers_are_capped_least_recently_used_first_and_in_use_ones_stay(tmp_path):
+    root = tmp_path / "pch"
+    for index, name in enumerate(["old", "used", "newer", "current"]):
+        directory = root / name
+        directory.mkdir(parents=True)
+        (directory / "torch_extension_pch.h.gch").write_bytes(b"x" * 1000)
+        (directory / ".used").touch()
+        os.utime(directory / ".used", (time.time() - 1000 + index, time.time() - 1000 + index))
+    with open(root / "used" / ".lock", "a") as busy:
+        fcntl.flock(busy, fcntl.LOCK_SH)  # a build is using it right now
+        removed = evict(root, root / "current", limit=2500)
+    assert sorted(p.name for p in removed) == ["newer", "old"]
+    assert sorted(p.name for p in root.iterdir()) == ["current", "used"]
+
+
+def test_the_cache_command_shows_and_cleans(tmp_path, capsys):
+    from kevin_tui.cli import main
+
+    (tmp_path / "builds" / "relu-abc").mkdir(parents=True)
+    (tmp_path / "builds" / "relu-abc" / "relu.so").write_bytes(b"x" * 2048)
+    (tmp_path / "pch" / "k").mkdir(parents=True)
+    assert cache.usage(tmp_path)["builds"].entries == 1
+    with pytest.raises(SystemExit) as done:
+        main(["cache", "--cache-dir", str(tmp_path), "--clean", "builds"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert "removed builds" in out and "pch" in out
+    assert not (tmp_path / "builds").exists() and (tmp_path / "pch").exists()
+    assert Path(tmp_path / "pch" / "k").is_dir()
