@@ -95,6 +95,13 @@ def add_eval_options(parser: argparse.ArgumentParser, device_aliases: tuple[str,
         help="memory each worker may allocate, e.g. 16G (default: half of this machine's memory)",
     )
     parser.add_argument(
+        "--shapes",
+        choices=["off", "warn", "strict"],
+        default="warn",
+        help="after a correct verdict, try other input sizes the problem allows (batch halved and doubled, odd "
+        "sizes): a failure there is a shape_specialised warning, or incorrect under strict (default warn)",
+    )
+    parser.add_argument(
         "--no-near-duplicates",
         dest="near_duplicates",
         action="store_false",
@@ -131,6 +138,7 @@ def options_from(args: argparse.Namespace) -> EvalOptions:
         atol=args.atol,
         rtol=args.rtol,
         near_duplicates=args.near_duplicates,
+        shapes=args.shapes,
         sandbox=args.sandbox,
         memory_limit=args.memory_limit,
     )

@@ -62,6 +62,18 @@ def _one_of(*choices: str):
     return lambda value: value in choices
 
 
+def _profile_rows(value: Any, width: int) -> bool:
+    """[[name, calls, ms], ...] as a profile reports it."""
+    return (
+        isinstance(value, list)
+        and len(value) <= 100
+        and all(
+            isinstance(r, list) and len(r) == width and _string(r[0]) and _integer(r[1]) and _number(r[2])
+            for r in value
+        )
+    )
+
+
 def _named_sources(value: Any) -> bool:
     """[[file name, text], ...] for a `load(sources=[...])` build."""
     return isinstance(value, list) and all(
@@ -89,6 +101,11 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
         "load_failed": {"name": _string, "message": _string},
         "loaded": {},
         "trial_done": {"index": _integer, "path": _string},
+        "profiled": {
+            "ops": lambda v: _profile_rows(v, 3),
+            "kernels": lambda v: _profile_rows(v, 3),
+            "total_ms": _number,
+        },
         "ops": {"op_counts": lambda v: _mapping(v) and all(_string(k) and _integer(n) for k, n in v.items())},
         "pool_ready": {},
         "round_done": {
@@ -110,7 +127,11 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
             "threads": _integer,
             "output_bytes": _integer,
             "input_bytes": _integer,
+            "flops": _integer,
+            "work_bytes": _integer,
         },
+        "peaks": {"bandwidth_gbs": _number, "fp32_tflops": _number},
+        "shapes_ready": {"variants": lambda v: isinstance(v, list)},
         "trials_ready": {"paths": _string_list},
         "judged": {
             "passed": _boolean,

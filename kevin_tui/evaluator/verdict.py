@@ -86,6 +86,7 @@ class Verdict:
     device: str = "cpu"
     phases_s: dict[str, float] = field(default_factory=dict)
     clock: str = ""  # which clock the speedup comes from
+    evidence: dict[str, Any] = field(default_factory=dict)  # speed of light, coverage, shapes, profile
     sandbox: str = ""  # "bwrap", "unshare" or "off (why)"
 
     @property
@@ -115,5 +116,6 @@ class Verdict:
             device=data.get("device", "cpu"),
             phases_s=data.get("phases_s") or {},
             clock=data.get("clock", ""),
+            evidence=data.get("evidence") or {},
             sandbox=data.get("sandbox", ""),
         )

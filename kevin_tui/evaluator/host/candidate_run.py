@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import secrets
 import stat
 import time
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from kevin_tui.evaluator.compiler_output import demangle
 from kevin_tui.evaluator.host.builds import BuildRecord
+from kevin_tui.evaluator.host.speed_of_light import impossible
 from kevin_tui.evaluator.host.timing import (
     Round,
     Side,
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from kevin_tui.evaluator.host.evaluator import Evaluator
 
 NEAR_DUPLICATES = 2
+SHAPE_MAX_BYTES = 512 << 20
 LEFTOVER_CPU_SHARE = 0.25
 LEFTOVER_CPU_FLOOR_S = 0.02
 
@@ -183,8 +186,66 @@ class CandidateRun:
             self.enter("time")
             verdict = self.time()
         if verdict.status is Status.CORRECT:
+            if self.options.profile:
+                self.profile(verdict)
             self.count_ops()
+            if self.options.shapes != "off":
+                self.check_shapes(verdict)
         return verdict
+
+    def check_shapes(self, verdict: Verdict) -> None:
+        """The candidate at other sizes the problem allows. KernelBench fixes the shapes, so a kernel that
+        fails there stays correct for the problem as given, with a `shape_specialised` warning (under
+        --shapes strict it is incorrect); the evidence lists every size tried."""
+        self.enter("shapes")
+        variants = self.evaluator.ask_reference(
+            {"cmd": "shapes", "eval": self.evaluation, "seed": self.seed + 7, "max_bytes": SHAPE_MAX_BYTES},
+            "shapes_ready",
+        )["variants"]
+        results: dict[str, str] = {}
+        for label, path, index in variants:
+            results[label] = self.shape_result(str(label), Path(path), int(index))
+            if results[label] != "correct" and not self.worker.alive():
+                break
+        failing = [f"{label} ({why})" for label, why in results.items() if why != "correct"]
+        verdict.evidence["shapes"] = results
+        if not failing:
+            return
+        message = f"correct at the problem's sizes but not at {'; '.join(failing)}"
+        if self.options.shapes == "strict":
+            verdict.status, verdict.message = Status.INCORRECT, f"{message} (--shapes strict)"
+            verdict.speedup = verdict.speedup_compile = verdict.speedup_interval = None
+        else:
+            verdict.warnings.append(Warning_("shape_specialised", message))
+
+    def shape_result(self, label: str, path: Path, index: int) -> str:
+        """'correct', or why not, for one size."""
+        given = self.scratch / f"in-shape-{index}.kt"
+        os.rename(path, given)
+        self.worker.send({"cmd": "trial", "index": index, "inputs": str(given)})
+        try:
+            done = self.expect("trial_done")
+            taken = self.evaluator.inbox / f"eval-{self.evaluation}-shape-{index}.kt"
+            take_file(Path(done["path"]), taken)
+            self.judge({"cmd": "judge", "eval": self.evaluation, "trial": index, "path": str(taken), "label": label})
+        except Decided as decided:
+            return decided.verdict.message[:200]
+        except (WorkerGone, WorkerTimeout, ProtocolViolation) as exc:
+            return str(exc)[:200]
+        return "correct"
+
+    def profile(self, verdict: Verdict) -> None:
+        """Where the time goes, and the share spent in the candidate's own kernels ("coverage"): on CUDA the
+        kernels named `__global__` in its sources, on the CPU what is not a PyTorch op."""
+        self.worker.send({"cmd": "profile"})
+        try:
+            found = self.expect("profiled")
+        except (Decided, WorkerGone, WorkerTimeout, ProtocolViolation):
+            return
+        profile = {"ops": found["ops"], "kernels": found["kernels"], "total_ms": found["total_ms"]}
+        verdict.evidence["profile"] = profile
+        if (coverage := custom_coverage(profile, self.source)) is not None:
+            verdict.evidence["coverage"] = coverage
 
     def count_ops(self) -> None:
         """What PyTorch ops one forward dispatches: evidence shown with a correct verdict. The candidate's
@@ -359,7 +420,49 @@ class CandidateRun:
             return Verdict(Status.REJECTED, f"timings disagree with the host's clock: {why}")
         verdict = speed_figures(results, device, seed)
         self.checks.append(Check("timings agree with the host's clock", True))
+        return self.against_the_bound(verdict, device)
+
+    def against_the_bound(self, verdict: Verdict, device: str) -> Verdict:
+        """Where the timings stand against the speed of light; a time below it is impossible on CUDA."""
+        bound = self.evaluator.bound()
+        if bound is None:
+            return verdict
+        evidence = bound.evidence(verdict.reference_ms, verdict.candidate_ms)
+        verdict.evidence["speed_of_light"] = evidence
+        if verdict.candidate_ms is None or not impossible(bound, verdict.candidate_ms):
+            return verdict
+        figures = (
+            f"{verdict.candidate_ms:.4f} ms, but moving {bound.bytes / 1e6:.1f} MB and doing {bound.flops / 1e9:.2f} "
+            f"GFLOP takes at least {bound.least_ms():.4f} ms here ({bound.peaks.source})"
+        )
+        if device.startswith("cuda"):
+            return Verdict(Status.REJECTED, f"faster than the hardware allows: {figures}", evidence=verdict.evidence)
+        if verdict.reference_ms is not None and impossible(bound, verdict.reference_ms):
+            return verdict  # the reference beats the bound too: its data stays in this CPU's caches
+        verdict.warnings.append(Warning_("below_speed_of_light", f"timed below the memory/compute bound: {figures}; "
+                                         "on the CPU the inputs may have stayed in cache between calls"))  # fmt: skip
         return verdict
+
+
+GLOBAL_KERNEL = re.compile(r"__global__\s+(?:__launch_bounds__\([^)]*\)\s*)?\w[\w\s\*<>:,]*?\b(\w+)\s*\(")
+
+
+def custom_coverage(profile: dict[str, Any], source: str) -> float | None:
+    """Share of the forward call's compute time spent in the candidate's own code: on CUDA its own kernels
+    against every kernel; on the CPU its extension's functions against PyTorch's ops (allocations and
+    views aside). None if nothing was measured."""
+    if profile["kernels"]:
+        own = set(GLOBAL_KERNEL.findall(source))
+        total = sum(ms for _, _, ms in profile["kernels"])
+        mine = sum(ms for name, _, ms in profile["kernels"] if any(k in name for k in own))
+        return mine / total if total > 0 else None
+    own = sum(ms for name, _, ms in profile["ops"] if name.startswith("kevin_ext::"))
+    torch_ms = sum(ms for name, _, ms in profile["ops"] if name.startswith("aten::") and name not in BOOKKEEPING)
+    return own / (own + torch_ms) if own + torch_ms > 0 else None
+
+
+BOOKKEEPING = ("aten::empty", "aten::empty_like", "aten::empty_strided", "aten::resize_", "aten::as_strided",
+               "aten::view", "aten::contiguous", "aten::detach", "aten::alias")  # fmt: skip
 
 
 def _round(event: dict[str, Any], sent: float, at: float, number: int, calls: int, who: str) -> Round:

@@ -23,6 +23,7 @@ from typing import Any
 from kevin_tui.evaluator.host.builds import BuildBroker
 from kevin_tui.evaluator.host.candidate_run import CandidateRun, Decided, ReferenceLost
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, SandboxUnavailable, choose, worker_env
+from kevin_tui.evaluator.host.speed_of_light import Bound, Peaks, cached_cpu_peaks, cpu_key, gpu_peaks, store_cpu_peaks
 from kevin_tui.evaluator.host.static_checks import run_static_checks
 from kevin_tui.evaluator.host.workers import Arrived, WorkerGone, WorkerProcess, WorkerTimeout
 from kevin_tui.evaluator.protocol import ProtocolViolation
@@ -54,8 +55,11 @@ class EvalOptions:
     atol: float | None = None
     rtol: float | None = None
     near_duplicates: bool = True
+    profile: bool = True  # a torch.profiler digest of one call after a correct verdict
+    shapes: str = "warn"  # other input sizes after a correct verdict: "off", "warn" or "strict"
     sandbox: str = "auto"
     memory_limit: int | None = None  # bytes per worker; None: half the machine's memory
+    peaks: dict[str, dict] | None = None  # device name -> {bandwidth_gbs, fp32_tflops, tensor_tflops}
     cache_dir: Path = field(default_factory=default_cache_dir)
 
 
@@ -117,6 +121,7 @@ class Evaluator:
         self._ready: dict[str, Any] | None = None
         self._spare: tuple[WorkerProcess, Path] | None = None
         self._counter = itertools.count(1)
+        self._bound: Bound | None = None
         self.last_log: Path | None = None
 
     def __enter__(self) -> Evaluator:
@@ -146,6 +151,30 @@ class Evaluator:
     def versions(self) -> dict[str, Any]:
         environment = self.reference_ready()["environment"]
         return {"torch": environment.get("torch"), "cuda": environment.get("cuda")}
+
+    def bound(self) -> Bound | None:
+        """The least time the problem can take here (None when the device's figures are unknown)."""
+        ready = self.reference_ready()
+        if self._bound is not None:
+            return self._bound
+        if ready["device"].startswith("cuda"):
+            peaks = gpu_peaks(ready["environment"].get("gpu", ""), self.options.peaks)
+        else:
+            cache, key = self.options.cache_dir / "machine.json", cpu_key(ready["threads"])
+            peaks = cached_cpu_peaks(cache, key)
+            if peaks is None:
+                measured = self.ask_reference({"cmd": "measure_peaks"}, "peaks")
+                rate = measured["fp32_tflops"]
+                peaks = Peaks(measured["bandwidth_gbs"], rate, rate, "measured on this CPU (copy and matmul)")
+                store_cpu_peaks(cache, key, peaks)
+        if peaks is not None:
+            self._bound = Bound(ready["flops"], ready["work_bytes"], peaks)
+        return self._bound
+
+    def speed_of_light_line(self) -> str | None:
+        """The bound as one line for the model's first prompt."""
+        bound = self.bound()
+        return bound.line() if bound else None
 
     def compile_baseline(self) -> bool:
         wanted = self.options.compile_baseline

@@ -78,6 +78,11 @@ class Aliases(ast.NodeVisitor):
 
     def __init__(self) -> None:
         self.map: dict[str, str] = {}
+        self.local_classes: set[str] = set()
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.local_classes.add(node.name)
+        self.generic_visit(node)
 
     def visit_Import(self, node: ast.Import) -> None:
         for a in node.names:
@@ -99,6 +104,17 @@ class Aliases(ast.NodeVisitor):
         head, _, rest = name.partition(".")
         full = self.map.get(head, head)
         return f"{full}.{rest}" if rest else full
+
+
+def _plain_module_base(base: ast.expr, aliases: Aliases) -> bool:
+    """nn.Module (through any alias) or a class the candidate defines itself from it; anything computed
+    at runtime (sys.modules[...].Model) or named Model is not."""
+    name = dotted_name(base)
+    if name is None:
+        return False
+    return aliases.resolve(name) in ("torch.nn.Module", "torch.nn.modules.module.Module") or (
+        "." not in name and name not in ("Model",) and name in aliases.local_classes
+    )
 
 
 def _model_new(tree: ast.Module) -> ast.ClassDef | None:
@@ -261,8 +277,8 @@ def run_static_checks(source: str) -> list[Warning_]:
     if _fallbacks(tree, aliases):
         add("try_except_fallback", "try/except or contextlib.suppress: a fallback to PyTorch hides a failing kernel")
     cls = _model_new(tree)
-    if cls is not None and any(dotted_name(b) in {"Model", "__main__.Model"} for b in cls.bases):
-        add("subclass_reference", "ModelNew subclasses the reference Model")
+    if cls is not None and (odd := [b for b in cls.bases if not _plain_module_base(b, aliases)]):
+        add("subclass_reference", f"ModelNew subclasses {ast.unparse(odd[0])[:80]}, not nn.Module (the reference?)")
     if STREAM_PATTERN.search(code_text) or STREAM_PATTERN.search(py_text):
         add("creates_streams", "the candidate creates CUDA streams: work on them can escape the timer")
     if calls := _calls_in(tree, aliases, DANGEROUS, DANGEROUS_MODULES):

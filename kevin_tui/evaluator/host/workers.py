@@ -80,7 +80,9 @@ class WorkerProcess:
         self._event_read, event_write = os.pipe()
         lifeline_read, self._lifeline = os.pipe()  # never written: the worker sees EOF when the host dies
         fds = (command_read, event_write, lifeline_read)
-        argv = [sys.executable, "-m", "kevin_tui.evaluator.worker.main", role, *map(str, fds)]
+        # -P: the working directory (the worker's scratch) is never on the import path, so nothing written
+        # there can stand in for a module the worker imports.
+        argv = [sys.executable, "-P", "-m", "kevin_tui.evaluator.worker.main", role, *map(str, fds)]
         env = {**env, "PYTHONPATH": str(package_root()), "KEVIN_WORKER_LIMITS": json.dumps(limits.as_dict())}
         all_binds = [*system_binds(), *binds, Bind(str(scratch), writable=True)]
         jail_root = scratch / ".jail-root"

@@ -13,7 +13,7 @@ import torch
 import torch._dynamo
 
 from kevin_tui.evaluator.worker import common, tensorfile
-from kevin_tui.evaluator.worker.build_client import BuildClient
+from kevin_tui.evaluator.worker.build_client import PROFILING, BuildClient
 from kevin_tui.evaluator.worker.capture import aliases, model_tensors, no_modes, snapshot
 from kevin_tui.evaluator.worker.channel import Channel
 from kevin_tui.evaluator.worker.guards import IdentityGuard, LeftoverGuard
@@ -40,6 +40,7 @@ class CandidateRun:
         self.builds = BuildClient(channel)
         self.mutation_allowed = request["mutates_inputs"]
         self.identity: IdentityGuard | None = None
+        self.previous_args: list[Any] | None = None
         self.timer: Timer | None = None
 
     def guarded(self, what: str, fn):
@@ -93,9 +94,43 @@ class CandidateRun:
                 out = self.model(*args)
             common.synchronize(self.device)  # surface asynchronous CUDA errors here
             with no_modes():
-                return snapshot(out), aliases(out, args, model_tensors(self.model))
+                return snapshot(out), aliases(out, args, model_tensors(self.model)), out
 
         return self.guarded(what, run)
+
+    def profile(self, command: dict[str, Any]) -> None:
+        """Where one forward call's time goes: PyTorch ops (CPU) and kernels (CUDA), from torch.profiler."""
+        from torch.profiler import ProfilerActivity, profile, record_function
+
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device.startswith("cuda") else [])
+        args = common.clone(self.first_args)
+        PROFILING[0] = True
+        try:
+            with torch.no_grad():
+                self.model(*args)  # warm
+                common.synchronize(self.device)
+                with profile(activities=activities) as trace, record_function("kevin::forward"):
+                    self.model(*args)
+                    common.synchronize(self.device)
+            events = trace.key_averages()
+        except Exception:
+            self.channel.emit("profiled", ops=[], kernels=[], total_ms=0.0)
+            return
+        finally:
+            PROFILING[0] = False
+        ops, kernels, total = [], [], 0.0
+        for e in events:
+            if e.key == "kevin::forward":
+                total = e.cpu_time_total / 1e3
+                continue
+            device_us = getattr(e, "self_device_time_total", 0.0) or getattr(e, "self_cuda_time_total", 0.0)
+            if device_us > 0 and not e.key.startswith("aten::"):
+                kernels.append([e.key[:200], int(e.count), device_us / 1e3])
+            elif e.key.startswith(("aten::", "kevin_ext::")):  # self times: an extension's torch calls are torch's
+                ops.append([e.key, int(e.count), e.self_cpu_time_total / 1e3])
+        ops.sort(key=lambda o: -o[2])
+        kernels.sort(key=lambda k: -k[2])
+        self.channel.emit("profiled", ops=ops[:20], kernels=kernels[:20], total_ms=total)
 
     def count(self, command: dict[str, Any]) -> None:
         """Evidence, asked for last: the PyTorch compute ops one forward call dispatches (counting
@@ -119,11 +154,16 @@ class CandidateRun:
                 raise Failure("format_error", why)
             self.first_args = common.clone(args)
         leftover = LeftoverGuard()
-        outputs, found = {}, []
+        outputs, found, first = {}, [], None
         for order in ("before", "after"):
             given = common.clone(args)
             label = f"forward (trial {index + 1}, {order} the reference)"
-            out, out_aliases = self.forward(given, label)
+            out, out_aliases, live = self.forward(given, label)
+            if first is None:
+                first = (live, out)
+            elif not common.same_values(first[0], first[1]):
+                raise Failure("incorrect", "the output of one call changed during the next call (one output buffer "
+                              "reused across calls?): a module's result must stay valid")  # fmt: skip
             self.untouched(leftover, f"trial {index + 1}")
             if not self.mutation_allowed and not common.same(given, args):
                 raise Failure("incorrect", f"the candidate changed its inputs in place (trial {index + 1})")
@@ -132,6 +172,12 @@ class CandidateRun:
                 with torch.no_grad():
                     self.reference(*common.clone(args))
                 common.synchronize(self.device)
+        if self.previous_args is not None:  # a call on other inputs must leave this call's output alone
+            self.forward(common.clone(self.previous_args), f"forward (trial {index + 1}, on earlier inputs)")
+            if not common.same_values(*first):
+                raise Failure("incorrect", "the output of one call changed during the next call (one output "
+                              "buffer reused across calls?): a module's result must stay valid")  # fmt: skip
+        self.previous_args = args
         path = self.scratch / f"out-{index}.kt"
         write_record(path, outputs, found)
         self.channel.emit("trial_done", index=index, path=str(path))
@@ -158,7 +204,7 @@ class CandidateRun:
 
     def serve(self) -> None:
         handlers = {"trial": self.trial, "pool": self.pool, "round": self.round, "output": self.output,
-                    "count": self.count}  # fmt: skip
+                    "count": self.count, "profile": self.profile}  # fmt: skip
         while (command := self.channel.next_command())["cmd"] != "exit":
             handlers[command["cmd"]](command)
 

@@ -25,6 +25,26 @@ class ProblemBroken(Exception):
     pass
 
 
+def shape_variants(module: Any, max_bytes: int) -> list[tuple[str, dict[str, int]]]:
+    """(label, new values) for the sizes worth trying; only integers the model's construction never sees."""
+    init_names = set(module.get_init_inputs.__code__.co_names)
+    names = [
+        n for n in module.get_inputs.__code__.co_names
+        if n not in init_names and type(getattr(module, n, None)) is int and getattr(module, n) > 1
+    ]  # fmt: skip
+    if not names:
+        return []
+    first = names[0]
+    size = _nbytes(sample(module.get_inputs, 0))
+    variants = [(f"{first}={getattr(module, first) // 2}", {first: getattr(module, first) // 2})]
+    if 2 * size <= max_bytes:
+        variants.append((f"{first}={2 * getattr(module, first)}", {first: 2 * getattr(module, first)}))
+    odd = {n: getattr(module, n) - 1 if getattr(module, n) % 2 == 0 else getattr(module, n) for n in names}
+    if odd != {n: getattr(module, n) for n in names}:
+        variants.append((", ".join(f"{n}={v}" for n, v in odd.items()), odd))
+    return variants
+
+
 def write_record(path: Path, outputs: dict[str, Any], found_aliases: list[str]) -> None:
     """An output record: each named run's output (e.g. before/after the reference) and its aliasing."""
     tensorfile.write(path, [[[name, value] for name, value in outputs.items()], list(found_aliases)])
@@ -101,6 +121,10 @@ class Reference:
             out = self.forward(args)
         except Exception as exc:
             raise ProblemBroken(f"{self.path}: the reference forward raised {type(exc).__name__}: {exc}") from exc
+        from torch.utils.flop_counter import FlopCounterMode
+
+        with FlopCounterMode(display=False) as counter:
+            self.forward(common.clone(original))
         if not _supported(out):
             raise ProblemBroken(
                 f"{self.path}: the reference returns a {type(out).__name__}; kevin-tui compares tensors, "
@@ -111,6 +135,8 @@ class Reference:
             "output_aliases": aliases(out, args, model_tensors(self.model)),
             "output_bytes": _nbytes(out),
             "input_bytes": _nbytes(args),
+            "flops": int(counter.get_total_flops()),
+            "work_bytes": _nbytes(original) + _nbytes(out) + _nbytes(model_tensors(self.model)),
         }
 
     # -- correctness -----------------------------------------------------------------
@@ -152,8 +178,35 @@ class Reference:
     def judge_check(self, command: dict[str, Any]) -> None:
         index = command["trial"]
         outputs = self.outputs.get(command["eval"], [])
+        if label := command.get("label"):
+            self.judge(command, outputs[index], label)
+            return
         previous = self.last_judged if index > 0 else None
         self.judge(command, outputs[index], f"trial {index + 1}", previous)
+
+    def shapes(self, command: dict[str, Any]) -> None:
+        """Inputs at other sizes, where the problem allows it: the module-level integers that only
+        get_inputs uses (a batch size, a length), halved, doubled, or made odd to break tiling."""
+        outputs = self.outputs.setdefault(command["eval"], [])
+        found = []
+        for label, values in shape_variants(self.module, command["max_bytes"]):
+            saved = {name: getattr(self.module, name) for name in values}
+            try:
+                for name, value in values.items():
+                    setattr(self.module, name, value)
+                args = sample(self.module.get_inputs, command["seed"])
+                with no_modes():
+                    out = snapshot(self.forward(common.to_device(args, self.device)))
+            except Exception:
+                continue  # the problem itself does not work at that size: not a shape it allows
+            finally:
+                for name, value in saved.items():
+                    setattr(self.module, name, value)
+            path = self.outbox / f"eval-{command['eval']}-shape-{len(found)}.kt"
+            tensorfile.write(path, args)
+            outputs.append(out)
+            found.append([label, str(path), len(outputs) - 1])
+        self.channel.emit("shapes_ready", variants=found)
 
     # -- timing ------------------------------------------------------------------
 
@@ -193,6 +246,25 @@ class Reference:
         self.kept[(command["side"], command["round"])] = value
         self.channel.emit("output_written", round=command["round"], path=str(path))
 
+    def measure_peaks(self, command: dict[str, Any]) -> None:
+        """This CPU's memory bandwidth (a large copy) and FP32 rate (a matmul), best of a few runs."""
+        import time
+
+        source = torch.empty(64 << 20, dtype=torch.float32)
+        target = torch.empty_like(source)
+        a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
+        copy_s = mm_s = float("inf")
+        for _ in range(5):
+            started = time.perf_counter()
+            target.copy_(source)
+            copy_s = min(copy_s, time.perf_counter() - started)
+            started = time.perf_counter()
+            torch.mm(a, b)
+            mm_s = min(mm_s, time.perf_counter() - started)
+        bandwidth = 2 * source.numel() * 4 / copy_s / 1e9
+        flops = 2 * 1024**3 / mm_s / 1e12
+        self.channel.emit("peaks", bandwidth_gbs=bandwidth, fp32_tflops=flops)
+
     def judge_timed(self, command: dict[str, Any]) -> None:
         ref = self.kept.pop(("eager", command["round"]))
         self.judge(command, ref, f"timed call of round {command['round']}")
@@ -220,6 +292,8 @@ def run_reference(request: dict[str, Any], channel: Channel) -> None:
         threads=torch.get_num_threads(),
         output_bytes=probe["output_bytes"],
         input_bytes=probe["input_bytes"],
+        flops=probe["flops"],
+        work_bytes=probe["work_bytes"],
     )
     handlers = {
         "trials": reference.trials,
@@ -228,6 +302,8 @@ def run_reference(request: dict[str, Any], channel: Channel) -> None:
         "round": reference.round,
         "output": reference.output,
         "judge_timed": reference.judge_timed,
+        "measure_peaks": reference.measure_peaks,
+        "shapes": reference.shapes,
     }
     while (command := channel.next_command())["cmd"] != "exit":
         handlers[command["cmd"]](command)

@@ -44,13 +44,10 @@ class Timer:
         samples: list[float] = []
         synced: list[float] = []
         with torch.no_grad():
-            for index in range(calls):
+            for _ in range(calls):
                 args = self.pool.next_args()
-                control_first = self.control is not None and index % 2 == 1  # cancels any effect of order
-                if control_first:
-                    self._call(self.control, args, self.control_ms, [])
                 self.outputs.append(self._call(self.fn, args, samples, synced))
-                if self.control is not None and not control_first:
+                if self.control is not None:  # always after: the timed call never finds its inputs warmed by it
                     self._call(self.control, args, self.control_ms, [])
         return samples, (synced if self.flush is not None else None)
 

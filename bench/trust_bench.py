@@ -1,0 +1,173 @@
+"""What the trust machinery costs, and how much a speedup can be trusted, measured in one run.
+
+    python3 bench/trust_bench.py --baseline 74007a8     # warm evaluation now vs an earlier commit, interleaved
+    python3 bench/trust_bench.py --sandbox              # sandbox cost per worker start and per evaluation
+    python3 bench/trust_bench.py --aa 10                # identical kernels: how often is a difference claimed?
+
+Every comparison alternates the two sides within this run (this machine is shared and noisy), and
+prints medians and ratios, not pass/fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+DEFAULT_PROBLEM = REPO.parent / "shared" / "kernelbench" / "level1" / "19_ReLU.py"
+DEFAULT_CANDIDATE = REPO / "tests" / "candidates" / "relu_cpp.py"
+SAME_AS_REFERENCE = (
+    "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+    "    def forward(self, x):\n        return torch.relu(x)\n"
+)
+
+# Runs in a subprocess with PYTHONPATH at some checkout: one cold evaluation, then `warm` timed ones.
+EVALUATE = """
+import json, sys, time
+from pathlib import Path
+from kevin_tui.evaluator import EvalOptions, Evaluator
+from kevin_tui.problem import load_problem
+problem, candidate, cache = sys.argv[1:4]
+warm, extra = int(sys.argv[4]), json.loads(sys.argv[5])
+source = Path(candidate).read_text()
+with Evaluator(load_problem(problem), EvalOptions(device="cpu", cache_dir=Path(cache), **extra)) as ev:
+    ev.evaluate(source)
+    totals = []
+    for _ in range(warm):
+        time.sleep(1.0)  # let the spare worker start, as the loop does while the model generates
+        started = time.perf_counter()
+        verdict = ev.evaluate(source)
+        totals.append(time.perf_counter() - started)
+print(json.dumps({"totals": totals, "status": verdict.status.value, "phases": verdict.phases_s}))
+"""
+
+
+def evaluate_at(checkout: Path, problem: Path, candidate: Path, cache: Path, warm: int, extra: dict) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", EVALUATE, str(problem), str(candidate), str(cache), str(warm), json.dumps(extra)],
+        capture_output=True, text=True, env={"PYTHONPATH": str(checkout), "PATH": "/usr/bin:/bin",
+                                             "CUDA_HOME": "/usr/local/cuda"}, cwd=checkout,
+    )  # fmt: skip
+    if out.returncode != 0:
+        raise SystemExit(f"evaluation at {checkout} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def baseline(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        old = Path(tmp) / "baseline"
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "add", "-q", "--detach", str(old), args.baseline], check=True
+        )
+        try:
+            runs: dict[str, list[float]] = {"baseline": [], "now": []}
+            statuses = {}
+            for repetition in range(args.repetitions):
+                for label, checkout in (("baseline", old), ("now", REPO))[:: 1 if repetition % 2 == 0 else -1]:
+                    cache = Path(tmp) / f"cache-{label}"
+                    result = evaluate_at(checkout, args.problem, args.candidate, cache, args.warm, {})
+                    runs[label] += result["totals"]
+                    statuses[label] = result["status"]
+        finally:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(old)], check=False)
+    old_s, new_s = statistics.median(runs["baseline"]), statistics.median(runs["now"])
+    print(f"warm evaluation of {args.candidate.name} on the CPU, {len(runs['now'])} each, interleaved:")
+    print(f"  baseline {args.baseline}: median {old_s:.2f} s  [{statuses['baseline']}]")
+    print(f"  now:              median {new_s:.2f} s  [{statuses['now']}]")
+    print(f"  ratio now / baseline: {new_s / old_s:.2f}x (goal <= 1.15)")
+
+
+def sandbox_cost(args: argparse.Namespace) -> None:
+    from kevin_tui.evaluator.host.sandbox import Bind, Sandbox, choose, package_root, system_binds, worker_env
+
+    kinds = ["off", "bwrap", "unshare"]
+    for kind in kinds[1:]:
+        choose(kind)  # fails loudly if this machine cannot make it
+    starts: dict[str, list[float]] = {k: [] for k in kinds}
+    with tempfile.TemporaryDirectory() as scratch:
+        binds = [*system_binds(), Bind(scratch, writable=True)]
+        env = {**worker_env(), "PYTHONPATH": str(package_root())}
+        for _ in range(args.repetitions * 3):
+            for kind in kinds:
+                sandbox = Sandbox(kind)
+                argv = [sys.executable, "-c", "pass"]
+                spec = sandbox.jail_spec(binds, scratch, str(Path(scratch) / f"root-{kind}"))
+                if spec:
+                    Path(spec["new_root"]).mkdir(exist_ok=True)
+                    argv = [sys.executable, "-c", "import json, os; from kevin_tui.evaluator.worker.jail import enter; "
+                            "enter(json.loads(os.environ['KEVIN_WORKER_JAIL']))"]  # fmt: skip
+                    env["KEVIN_WORKER_JAIL"] = json.dumps(spec)
+                started = time.perf_counter()
+                subprocess.run(sandbox.command(argv, binds, scratch), env=env, check=True, stdin=subprocess.DEVNULL)
+                starts[kind].append(time.perf_counter() - started)
+                env.pop("KEVIN_WORKER_JAIL", None)
+    bare = statistics.median(starts["off"])
+    print(f"starting a Python process, {len(starts['off'])} each, interleaved (median):")
+    for kind in kinds:
+        cost = statistics.median(starts[kind])
+        print(f"  {kind:<8} {cost * 1e3:7.1f} ms   sandbox cost {max(0.0, cost - bare) * 1e3:6.1f} ms (goal < 100 ms)")
+    totals: dict[str, list[float]] = {k: [] for k in kinds}
+    with tempfile.TemporaryDirectory() as tmp:
+        for repetition in range(args.repetitions):
+            for kind in kinds if repetition % 2 == 0 else kinds[::-1]:
+                result = evaluate_at(
+                    REPO, args.problem, args.candidate, Path(tmp) / "cache", args.warm, {"sandbox": kind}
+                )
+                totals[kind] += result["totals"]
+    print(f"warm evaluation of {args.candidate.name}, {len(totals['off'])} each, interleaved (median):")
+    for kind in kinds:
+        median = statistics.median(totals[kind])
+        print(f"  {kind:<8} {median:.2f} s   ({median / statistics.median(totals['off']):.2f}x off)")
+
+
+def aa(args: argparse.Namespace) -> None:
+    """Identical kernels (the candidate is the reference): the speedups reported, and how often the
+    interval wrongly excludes 1.0."""
+    from kevin_tui.evaluator import EvalOptions, Evaluator
+    from kevin_tui.problem import load_problem
+
+    speedups, claimed = [], 0
+    with Evaluator(load_problem(args.problem), EvalOptions(device="cpu")) as evaluator:
+        for _ in range(args.aa):
+            verdict = evaluator.evaluate(SAME_AS_REFERENCE)
+            low, high = verdict.speedup_interval
+            speedups.append(verdict.speedup)
+            claimed += not (low <= 1.0 <= high)
+            bias = verdict.details["process_bias"]
+            print(f"  {verdict.speedup:.3f}x  [{low:.3f}, {high:.3f}]  process difference {bias:.3f}")
+    print(
+        f"identical kernel, {args.aa} evaluations: median {statistics.median(speedups):.3f}x, "
+        f"range {min(speedups):.3f}-{max(speedups):.3f}x; interval excluded 1.0 in {claimed} of {args.aa}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--problem", type=Path, default=DEFAULT_PROBLEM)
+    parser.add_argument("--candidate", type=Path, default=DEFAULT_CANDIDATE)
+    parser.add_argument("--baseline", metavar="REV", help="compare warm evaluation with this commit")
+    parser.add_argument("--sandbox", action="store_true", help="what the sandbox costs")
+    parser.add_argument(
+        "--aa", type=int, default=0, metavar="N", help="N evaluations of a kernel identical to the reference"
+    )
+    parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--warm", type=int, default=3, help="warm evaluations per run")
+    args = parser.parse_args()
+    if args.baseline:
+        baseline(args)
+    if args.sandbox:
+        sandbox_cost(args)
+    if args.aa:
+        aa(args)
+
+
+if __name__ == "__main__":
+    main()

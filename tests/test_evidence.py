@@ -1,0 +1,119 @@
+"""Speedups with evidence: interval statistics, the host clock's check, speed of light, other shapes, coverage."""
+
+from __future__ import annotations
+
+import pytest
+
+from kevin_tui.evaluator import EvalOptions, Evaluator, Status
+from kevin_tui.evaluator.host.speed_of_light import Bound, Peaks, gpu_peaks, impossible
+from kevin_tui.evaluator.host.timing import Round, Side, clock_disagreement, process_bias, speedup_interval
+from kevin_tui.problem import load_problem
+from tests.conftest import CANDIDATES, PROBLEMS, candidate
+
+
+def side(per_call: list[float], outside_ms: float = 0.1, control: list[float] | None = None) -> Side:
+    """Rounds of 10 calls whose host window adds `outside_ms` per call to the reported times."""
+    rounds = []
+    for value in per_call:
+        samples = [value] * 10
+        rounds.append(
+            Round(samples, None, window_ms=10 * (value + outside_ms), control_ms=control and [control[0]] * 10)
+        )
+    return Side(rounds)
+
+
+def test_the_interval_holds_a_real_difference_and_contains_one_when_there_is_none():
+    low, high = speedup_interval(side([1.0, 1.02, 0.98, 1.01] * 3), side([0.5, 0.51, 0.49, 0.5] * 3))
+    assert 1.9 < low <= high < 2.1
+    low, high = speedup_interval(side([1.0, 1.1, 0.9, 1.05] * 3), side([1.05, 0.95, 1.0, 1.1] * 3))
+    assert low <= 1.0 <= high
+
+
+def test_the_interval_widens_to_cover_what_the_processes_own_difference_implies():
+    reference = side([1.0] * 10, control=[1.0])
+    candidate_ = side([0.5] * 10, control=[1.3])  # the reference runs 1.3x slower in the candidate's process
+    assert process_bias(reference, candidate_) == pytest.approx(1.3)
+    low, high = speedup_interval(reference, candidate_)
+    assert low == pytest.approx(2.0) and high == pytest.approx(2.6)
+
+
+def test_times_the_host_clock_cannot_confirm_are_refused():
+    honest = side([1.0] * 10, outside_ms=0.1)
+    assert clock_disagreement(side([1.0] * 10, outside_ms=0.12), honest) is None
+    # reports 0.2 ms per call while the host's clock saw it take 1.1 ms per call, every round
+    cheat = side([0.2] * 10, outside_ms=0.9)
+    assert "host's clock saw" in clock_disagreement(cheat, honest)
+
+
+def test_speed_of_light_counts_by_hand(build_cache):
+    options = EvalOptions(device="cpu", timing=False, cache_dir=build_cache)
+    with Evaluator(load_problem(PROBLEMS / "small_matmul.py"), options) as matmul:
+        ready = matmul.reference_ready()
+        assert ready["flops"] == 2 * 64 * 32 * 16
+        assert ready["work_bytes"] == (64 * 32 + 32 * 16 + 64 * 16) * 4
+    with Evaluator(load_problem(PROBLEMS / "small_conv.py"), options) as conv:
+        ready = conv.reference_ready()
+        out = 2 * 8 * 14 * 14
+        assert ready["flops"] == 2 * out * 3 * 3 * 3  # multiply-adds per output element: in_ch * k * k
+        params = 8 * 3 * 3 * 3 + 8
+        assert ready["work_bytes"] == (2 * 3 * 16 * 16 + out + params) * 4
+    bound = Bound(flops=0, bytes=2 * 16 * 16384 * 4, peaks=Peaks(4800, 67, 989, "test"))
+    assert bound.least_ms() == pytest.approx(2 * 16 * 16384 * 4 / 4.8e12 * 1e3)
+    assert "memory-bound" in bound.line()
+
+
+def test_a_time_below_the_bound_is_impossible_and_gpus_are_known():
+    bound = Bound(flops=2 * 8192**3, bytes=3 * 8192 * 8192 * 2, peaks=gpu_peaks("NVIDIA H200"))
+    assert bound.peaks.bandwidth_gbs == 4800 and bound.evidence(None, None)["limited_by"] == "compute"
+    least = bound.least_ms()
+    assert impossible(bound, 0.5 * least) and not impossible(bound, 1.2 * least)
+    assert (
+        gpu_peaks("NVIDIA H100 PCIe").bandwidth_gbs == 2000 and gpu_peaks("NVIDIA H100 80GB HBM3").bandwidth_gbs == 3350
+    )
+    custom = gpu_peaks("NVIDIA H100 80GB HBM3", {"H100": {"bandwidth_gbs": 1, "fp32_tflops": 2, "tensor_tflops": 3}})
+    assert custom.bandwidth_gbs == 1 and "configuration" in custom.source
+    assert gpu_peaks("Some Future GPU") is None
+
+
+@pytest.fixture(scope="module")
+def relu_timed(relu_problem, build_cache):
+    options = EvalOptions(device="cpu", timing_trials=20, cache_dir=build_cache)
+    with Evaluator(relu_problem, options) as evaluator:
+        yield evaluator
+
+
+def test_a_slower_candidate_gets_an_interval_below_one(relu_timed):
+    verdict = relu_timed.evaluate(candidate("relu_sleepy.py"))
+    assert verdict.status is Status.CORRECT, verdict.message
+    assert verdict.speedup_interval[1] < 1.0 and "no measurable difference" not in verdict.message
+    assert "95% interval" in verdict.message and verdict.clock.startswith("worker wall clock")
+    assert (
+        verdict.evidence["speed_of_light"]["candidate_fraction"]
+        < verdict.evidence["speed_of_light"]["reference_fraction"]
+    )
+
+
+def test_coverage_tells_torch_from_the_candidates_own_code(relu_timed):
+    torch_only = relu_timed.evaluate(candidate("relu_torch.py"))
+    half = relu_timed.evaluate(candidate("relu_half_torch.py"))
+    cpp = relu_timed.evaluate(candidate("relu_cpp.py"))
+    assert torch_only.evidence["coverage"] < 0.1
+    assert 0.1 < half.evidence["coverage"] < 0.97, half.evidence["profile"]
+    assert cpp.evidence["coverage"] > 0.9
+    assert any(name == "aten::clamp" for name, _, _ in torch_only.evidence["profile"]["ops"])
+
+
+def test_a_kernel_specialised_to_the_problems_shapes_is_flagged_or_failed_under_strict(relu_problem, build_cache):
+    source = (CANDIDATES / "honest" / "relu_fixed_shape.py").read_text()
+    options = EvalOptions(device="cpu", timing=False, cache_dir=build_cache)
+    with Evaluator(relu_problem, options) as evaluator:
+        verdict = evaluator.evaluate(source)
+        honest = evaluator.evaluate(candidate("relu_torch.py"))
+    assert verdict.status is Status.CORRECT, verdict.message
+    assert [w for w in verdict.warnings if w.code == "shape_specialised"]
+    assert any(result != "correct" for result in verdict.evidence["shapes"].values())
+    assert set(honest.evidence["shapes"].values()) == {"correct"}
+    options.shapes = "strict"
+    with Evaluator(relu_problem, options) as evaluator:
+        strict = evaluator.evaluate(source)
+    assert strict.status is Status.INCORRECT and "--shapes strict" in strict.message
