@@ -18,11 +18,11 @@ from string import Template
 
 NAMES = (
     "base", "example", "answer_format", "history_header", "attempt", "edited", "note", "refine",
-    "feedback", "summary_request",
+    "feedback", "summary_request", "speed_of_light",
 )  # fmt: skip
 INLINE = ("edited",)  # pasted into a line of another template, so their final newline is dropped
-SETS = ("kevin-tui",)
-DEFAULT_SET = "kevin-tui"
+SETS = ("kevin", "kevin-tui")
+DEFAULT_SET = "kevin"
 HEADER = re.compile(r"\A<!--.*?-->\n?", re.S)
 
 
