@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 from dataclasses import asdict
 from importlib import resources
@@ -12,6 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kevin_tui.evaluator.verdict import Status, Verdict
+from kevin_tui.models.base import Reply
+from kevin_tui.models.think import ThinkSplitter
 from kevin_tui.protocol.feedback import Feedback, feedback_from_verdict
 from kevin_tui.protocol.parse import excerpt_summary, parse_reply
 from kevin_tui.protocol.prompt import NO_CODE, Attempt, PromptBuilder, estimate_tokens
@@ -20,6 +23,8 @@ from kevin_tui.protocol.templates import NAMES, TemplateError, load_templates
 from tests.conftest import KERNELBENCH, RELU
 
 GOLDEN = Path(__file__).parent / "golden"
+REPLIES = Path(__file__).parent / "replies"  # raw model outputs with patterns found in real replies
+SUMMARY = "I replaced torch.relu with a grid-stride CUDA kernel that writes max(x, 0) in one pass."
 PAPER = KERNELBENCH.parent / "kevin-protocol" / "README.md"  # the paper's Appendix D, transcribed
 SETS = ("kevin", "kevin-tui")
 KERNEL = "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.relu(x)\n"
@@ -274,7 +279,7 @@ def test_a_hand_edited_kernel_is_marked_and_the_summary_stays_the_models():
             "ok",
             None,
         ),
-        ("```python\n" + KERNEL + "```\n```cpp\nint main() {}\n```\nSummary.", "ext.relu", "```cpp", None),
+        ("```python\n" + KERNEL + "```\n```cpp\nint main() {}\n```\nSummary.", "ext.relu", "Summary.", None),
         ("```python\n" + KERNEL, None, None, "not closed"),
         ("```python\nprint(1)\n```", None, None, "no Python code block defines class ModelNew"),
         ("I think the kernel is fine.", None, None, "no code block"),
@@ -287,9 +292,68 @@ def test_parse_reply(answer, code_has, summary, error):
     else:
         assert error in parsed.error
     if code_has:
-        assert code_has in parsed.code and summary in parsed.summary
+        assert code_has in parsed.code and summary == parsed.summary
     else:
         assert parsed.code is None
+
+
+def reply_fixture(name: str) -> tuple[str, str]:
+    """(reasoning, answer) of a raw model output in tests/replies, split as every backend splits it."""
+    splitter = ThinkSplitter(starts_in_reasoning=True)
+    reply = Reply()
+    for delta in [*splitter.feed((REPLIES / f"{name}.txt").read_text()), *splitter.flush()]:
+        reply.add(delta)
+    return reply.reasoning, reply.answer
+
+
+IN_REASONING = "a complete ModelNew block is only in the reasoning, before </think>"
+CORPUS = {  # fixture: (kernel used, summary, error, kernel offered from the reasoning)
+    "stray_fence_before_python": (True, SUMMARY, None, False),
+    "stray_fence_before_prose": (True, SUMMARY, None, False),
+    "python_fence_twice": (True, SUMMARY, None, False),
+    "code_after_summary": (True, f"{SUMMARY}\n\nThe launch uses 256 threads per block.", None, False),
+    "unclosed_block_after_summary": (True, SUMMARY, None, False),
+    "stray_fence_after_kernel": (True, None, None, False),
+    "tags_in_answer": (True, f"{SUMMARY} No <think> tags were harmed; </think> is text here.", None, False),
+    "kernel_only_in_reasoning": (False, None, f"the reply has no code block; {IN_REASONING}", True),
+    "no_think_close": (False, None, f"the reply has no answer after its reasoning; {IN_REASONING}", True),
+    "cut_off_in_code": (False, None, "the code block is not closed (was the reply cut off at the token limit?)", False),
+    "empty_answer": (False, None, "the reply has no answer after its reasoning", False),
+}
+
+
+@pytest.mark.parametrize("name", CORPUS)
+def test_real_reply_patterns(name):
+    used, summary, error, offered = CORPUS[name]
+    reasoning, answer = reply_fixture(name)
+    parsed = parse_reply(answer, reasoning)
+    assert (parsed.code is not None, parsed.summary, parsed.error, parsed.code_in_reasoning is not None) == (
+        used,
+        summary,
+        error,
+        offered,
+    )
+    for code in filter(None, (parsed.code, parsed.code_in_reasoning)):
+        ast.parse(code)  # no fence line swallowed into the code
+        assert code.startswith("import torch\n") and code.endswith("return ext.clamp_zero(x)\n")
+
+
+def test_every_reply_fixture_is_in_the_corpus():
+    assert sorted(p.stem for p in REPLIES.glob("*.txt")) == sorted(CORPUS)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    pieces=st.lists(
+        st.sampled_from(["```", "```python", "```cpp", "class ModelNew:", "    pass", "Prose.", "import torch", ""]),
+        max_size=14,
+    )
+)
+def test_no_fence_line_ever_reaches_the_code_or_the_summary(pieces):
+    parsed = parse_reply("\n".join(pieces))
+    for text in filter(None, (parsed.code, parsed.summary)):
+        assert not any(line.lstrip().startswith("```") for line in text.splitlines())
+    assert parsed.code is None or "class ModelNew:" in parsed.code
 
 
 def test_feedback_from_verdicts_is_trimmed():
