@@ -4,6 +4,8 @@ stand-in `vllm` executable (vLLM itself cannot run here)."""
 from __future__ import annotations
 
 import asyncio
+import http.server
+import json
 import os
 import signal
 import socket
@@ -18,7 +20,7 @@ import pytest
 from kevin_tui.models.base import BackendError, Delta, Reply, Sampling, StreamEnd, collect
 from kevin_tui.models.http import get_ok
 from kevin_tui.models.openai_backend import OpenAIBackend
-from kevin_tui.models.think import ThinkSplitter
+from kevin_tui.models.think import CLOSE, ThinkSplitter
 from kevin_tui.models.vllm_server import VllmConfig, VllmServer, vllm_command
 from kevin_tui.processes import kill_process_group
 from kevin_tui.protocol.parse import parse_reply
@@ -56,13 +58,95 @@ def test_no_tags_at_all():
     assert split(["no close ever"], True) == ("no close ever", "", False)
 
 
-def test_a_model_without_think_tags_gets_its_text_as_the_answer():
-    reply = Reply(reasoning="```python\nclass ModelNew: pass\n```")
-    reply.finish(StreamEnd("stop", think_unclosed=True))
-    assert reply.answer.startswith("```python") and reply.reasoning == ""
-    cut = Reply(reasoning="draft ```python")
-    cut.finish(StreamEnd("length", think_unclosed=True))
-    assert cut.answer == "" and cut.reasoning == "draft ```python"
+def test_after_the_close_nothing_is_a_tag():
+    assert split(["plan</think>answer <think>still answer</think>"], True) == (
+        "plan",
+        "answer <think>still answer</think>",
+        True,
+    )
+
+
+# -- one rule for both paths: the text, and a server's reasoning parser ------------
+
+REPLIES = Path(__file__).parent / "replies"
+
+
+def deepseek_r1_deltas(output: str) -> list[dict[str, str]]:
+    """What vLLM's deepseek_r1 reasoning parser streams for `output` (`</think>` is one token): text
+    before `</think>` as reasoning_content, after it as content; without it, all reasoning."""
+    before, closed, after = output.partition(CLOSE)
+    pieces = [{"reasoning_content": before[i : i + 7]} for i in range(0, len(before), 7)]
+    return pieces + [{"content": after[i : i + 7]} for i in range(0, len(after), 7)] if closed else pieces
+
+
+def text_deltas(output: str) -> list[dict[str, str]]:
+    """The same output from a server without a reasoning parser, tags split across chunks."""
+    return [{"content": output[i : i + 5]} for i in range(0, len(output), 5)]
+
+
+class StandInServer(http.server.ThreadingHTTPServer):
+    """An OpenAI-compatible endpoint that streams the deltas it was given, then a finish reason."""
+
+    deltas: list[dict[str, str]] = []
+    finish_reason = "stop"
+
+
+class StreamDeltas(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        server = self.server
+        finals = [({}, server.finish_reason)]
+        for delta, finish in [*((d, None) for d in server.deltas), *finals]:
+            chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "kevin",
+                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}  # fmt: skip
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        self.wfile.write(b"data: [DONE]\n\n")
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def stand_in():
+    server = StandInServer(("127.0.0.1", 0), StreamDeltas)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+
+
+def reply_from(server: StandInServer, deltas: list[dict[str, str]], finish_reason: str) -> Reply:
+    server.deltas, server.finish_reason = deltas, finish_reason
+
+    async def run():
+        backend = OpenAIBackend(f"http://127.0.0.1:{server.server_address[1]}", "kevin")
+        try:
+            return await collect(backend.stream(MESSAGES, Sampling(max_tokens=100)))
+        finally:
+            await backend.aclose()
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("finish_reason", ["stop", "length"])
+@pytest.mark.parametrize("name", sorted(p.stem for p in REPLIES.glob("*.txt")))
+def test_the_text_path_and_a_reasoning_parser_give_the_same_reply(stand_in, name, finish_reason):
+    output = (REPLIES / f"{name}.txt").read_text()
+    from_text = reply_from(stand_in, text_deltas(output), finish_reason)
+    from_parser = reply_from(stand_in, deepseek_r1_deltas(output), finish_reason)
+    assert from_text == from_parser and from_text.end.finish_reason == finish_reason
+    assert from_text.reasoning + CLOSE in output or (CLOSE not in output and from_text.reasoning == output)
+    assert from_text.end.think_unclosed == (not from_text.answer)
+
+
+def test_output_without_a_close_is_reasoning_whether_it_stopped_or_was_cut_off(stand_in):
+    """(parse_reply then offers a kernel written there: see tests/test_protocol.py.)"""
+    output = (REPLIES / "no_think_close.txt").read_text()
+    for finish_reason in ("stop", "length"):
+        reply = reply_from(stand_in, text_deltas(output), finish_reason)
+        assert (reply.reasoning, reply.answer, reply.end.think_unclosed) == (output, "", True)
 
 
 # -- transformers, in-process ---------------------------------------------

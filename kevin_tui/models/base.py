@@ -39,7 +39,7 @@ class StreamEnd:
     finish_reason: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
-    think_unclosed: bool = False  # reasoning was assumed open (QwQ template) but `</think>` never came
+    think_unclosed: bool = False  # only reasoning arrived: no `</think>`, or nothing after it (models/think.py)
 
 
 @dataclass
@@ -58,13 +58,10 @@ class Reply:
             self.answer += delta.text
 
     def finish(self, end: StreamEnd) -> None:
-        """Close the reply. A model that stopped by itself without ever closing a think block it was
-        assumed to be in (a model without think tags) wrote its answer, not reasoning. Cut off at
-        the token limit, it stays reasoning: drafts in a chain of thought are not answers."""
+        """Close the reply. Output that never closed its reasoning stays reasoning, as vLLM's reasoning
+        parser has it (models/think.py); parse_reply still finds a kernel written there."""
         self.end = end
         self.complete = True
-        if end.think_unclosed and end.finish_reason == "stop" and not self.answer:
-            self.answer, self.reasoning = self.reasoning, ""
 
 
 class Backend(Protocol):

@@ -83,15 +83,14 @@ class OpenAIBackend:
                     end.prompt_tokens = chunk.usage.prompt_tokens
                     end.completion_tokens = chunk.usage.completion_tokens
                 for choice in chunk.choices[:1]:
-                    if reasoning := _reasoning_of(choice.delta):
-                        saw_reasoning_field = True
-                        yield Delta("reasoning", reasoning)
-                    if content := choice.delta.content:
-                        if saw_reasoning_field:  # the server already split reasoning off
-                            yield Delta("answer", content)
-                        else:
-                            for delta in splitter.feed(content):
-                                yield delta
+                    reasoning, content = _reasoning_of(choice.delta), choice.delta.content
+                    saw_reasoning_field = saw_reasoning_field or bool(reasoning)
+                    if saw_reasoning_field:  # the server's reasoning parser already split the output
+                        deltas = splitter.feed_split(reasoning, content)
+                    else:
+                        deltas = splitter.feed(content or "")
+                    for delta in deltas:
+                        yield delta
                     if choice.finish_reason:
                         end.finish_reason = choice.finish_reason
         except self._openai.OpenAIError as exc:
@@ -102,7 +101,7 @@ class OpenAIBackend:
             await stream.close()
         for delta in splitter.flush():
             yield delta
-        end.think_unclosed = not saw_reasoning_field and self.starts_in_reasoning and not splitter.closed
+        end.think_unclosed = splitter.unclosed
         yield end
 
     def count_tokens(self, text: str) -> int | None:

@@ -101,9 +101,7 @@ class TransformersBackend:
             yield delta
         new_tokens = int(result["ids"].shape[-1] - ids.shape[-1])
         finish = "length" if new_tokens >= sampling.max_tokens else "stop"
-        yield StreamEnd(
-            finish, int(ids.shape[-1]), new_tokens, think_unclosed=self.starts_in_reasoning and not splitter.closed
-        )
+        yield StreamEnd(finish, int(ids.shape[-1]), new_tokens, think_unclosed=splitter.unclosed)
 
     def count_tokens(self, text: str) -> int | None:
         return len(self.tokenizer(text).input_ids)

@@ -20,6 +20,27 @@ class Feedback:
     message: str
     detail: str = ""
     speedup: float | None = None
+    speedup_low: float | None = None  # 95% interval of the speedup; None in sessions from before it existed
+    speedup_high: float | None = None
+
+    @property
+    def error(self) -> str:
+        """What Kevin's prompt calls the error message: our one-line reason, then the details."""
+        return f"{self.message}\n{self.detail}" if self.detail else self.message
+
+    @property
+    def speedup_text(self) -> str:
+        """The speedup as the model is told it. An interval that contains 1.0 means the difference is
+        noise, so it is not presented as a result; the figure is still given."""
+        if self.speedup is None:
+            return "unknown"
+        figure = f"{self.speedup:.2f}"
+        if self.speedup_low is None or self.speedup_high is None:
+            return figure
+        interval = f"95% interval {self.speedup_low:.2f}-{self.speedup_high:.2f}"
+        if self.speedup_low <= 1.0 <= self.speedup_high:
+            return f"no measurable difference ({figure}, {interval})"
+        return f"{figure} ({interval})"
 
 
 def trim(text: str, lines: int = MAX_DETAIL_LINES, chars: int = MAX_DETAIL_CHARS) -> str:
@@ -39,7 +60,8 @@ def feedback_from_verdict(verdict: Verdict) -> Feedback:
         detail = "\n".join(tb.strip().splitlines()[-MAX_DETAIL_LINES:])
     else:
         detail = ""
-    return Feedback(verdict.status.value, verdict.message, trim(detail), verdict.speedup)
+    low, high = verdict.speedup_interval or (None, None)
+    return Feedback(verdict.status.value, verdict.message, trim(detail), verdict.speedup, low, high)
 
 
 def format_error_feedback(reason: str) -> Feedback:

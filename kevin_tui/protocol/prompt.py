@@ -10,7 +10,7 @@ prompt is over budget the oldest attempts go first, but the latest and the best 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from kevin_tui.protocol.feedback import Feedback
@@ -79,6 +79,9 @@ def best_attempt(attempts: list[Attempt]) -> Attempt | None:
 
 
 class PromptBuilder:
+    """Renders prompts from a template set. Each template is a paragraph (or several): its surrounding
+    newlines are trimmed, empty ones are left out, and one blank line separates the rest."""
+
     def __init__(
         self,
         templates: Templates,
@@ -86,24 +89,32 @@ class PromptBuilder:
         budget: int = DEFAULT_BUDGET,
         counter: TokenCounter | None = None,
         counted_with: str = "estimate",
+        speed_of_light: str | None = None,
     ) -> None:
         self.templates = templates
         self.problem_source = problem_source.rstrip("\n")
         self.budget = budget
         self.counter = counter or estimate_tokens
         self.counted_with = counted_with if counter else "estimate"
+        self.speed_of_light = speed_of_light  # one line on the least time the problem can take; turn 1 only
 
     def _feedback_text(self, feedback: Feedback, detail_lines: int | None) -> str:
-        detail = feedback.detail
         if detail_lines is not None:
-            detail = "\n".join(detail.splitlines()[:detail_lines])
-        speedup = f"{feedback.speedup:.2f}x" if feedback.speedup is not None else "unknown"
-        return self.templates.feedback(feedback.status, message=feedback.message, detail=detail, speedup=speedup)
+            feedback = replace(feedback, detail="\n".join(feedback.detail.splitlines()[:detail_lines]))
+        return self.templates.feedback(
+            feedback.status,
+            message=feedback.message,
+            detail=feedback.detail,
+            error=feedback.error,
+            speedup=feedback.speedup_text,
+        )
 
     def render(self, attempts: list[Attempt], note: str | None = None, detail_lines: int | None = None) -> str:
         t = self.templates
         first_turn = not attempts
         parts = [t.render("base", problem=self.problem_source, example=t.texts["example"] if first_turn else "")]
+        if first_turn and self.speed_of_light:
+            parts.append(t.render("speed_of_light", line=self.speed_of_light.strip()))
         if attempts:
             parts.append(t.render("history_header"))
             for attempt in attempts:
@@ -122,7 +133,7 @@ class PromptBuilder:
         if attempts:
             parts.append(t.render("refine"))
         parts.append(t.render("answer_format"))
-        return "".join(parts).strip() + "\n"
+        return "\n\n".join(p for part in parts if (p := part.strip("\n"))) + "\n"
 
     def build(self, attempts: list[Attempt], note: str | None = None) -> Prompt:
         """The prompt for the next turn, dropping the oldest attempts while it is over budget."""

@@ -40,9 +40,8 @@ async def obtain_summary(
 def make_attempt(
     number: int, parsed: ParsedReply, feedback: Feedback, summary: str | None = None, edited_code: str | None = None
 ) -> Attempt:
-    """The attempt as later prompts show it; a hand-edited kernel replaces the model's code."""
+    """The attempt as later prompts show it; a hand-edited kernel replaces the model's code (the
+    templates mark it, so the summary stays the model's own words)."""
     code = edited_code if edited_code is not None else parsed.code
     text = summary or parsed.summary or "(no summary)"
-    if edited_code is not None:
-        text = f"{text} The user then edited the code by hand."
     return Attempt(number, code, text, feedback, edited_by_user=edited_code is not None)

@@ -1,8 +1,10 @@
 """Prompt templates: editable `.md` files with `${name}` placeholders (string.Template).
 
 `$`-placeholders rather than `{}` because the templates are full of C++ and Python braces.
-The shipped set lives in `prompts/` (installed as `kevin_tui.prompts`); `--prompts DIR` may point at
-a copy with some or all files changed, and missing files fall back to the shipped ones.
+The shipped sets are directories of `kevin_tui/prompts/` (installed as `kevin_tui.prompts`): `kevin`,
+the text Kevin-32B was trained on and the default, and `kevin-tui`, kevin-tui's own wording. A spec
+names a set, or is a directory of overrides in which missing files fall back to the default set.
+A file may open with an HTML comment (`<!-- ... -->`): it documents the file and is never sent.
 """
 
 from __future__ import annotations
@@ -16,8 +18,12 @@ from string import Template
 
 NAMES = (
     "base", "example", "answer_format", "history_header", "attempt", "edited", "note", "refine",
-    "feedback", "summary_request",
+    "feedback", "summary_request", "speed_of_light",
 )  # fmt: skip
+INLINE = ("edited",)  # pasted into a line of another template, so their final newline is dropped
+SETS = ("kevin", "kevin-tui")
+DEFAULT_SET = "kevin"
+HEADER = re.compile(r"\A<!--.*?-->\n?", re.S)
 
 
 class TemplateError(Exception):
@@ -39,19 +45,23 @@ class Templates:
 
     @property
     def version(self) -> str:
-        """A short hash of the templates in use, recorded in sessions."""
+        """A short hash of the text the templates send (comments excluded), recorded in sessions."""
         joined = "\0".join(f"{k}\0{self.texts[k]}" for k in sorted(self.texts))
         return hashlib.sha256(joined.encode()).hexdigest()[:12]
 
 
-def load_templates(directory: Path | None = None) -> Templates:
-    shipped = resources.files("kevin_tui.prompts")
+def load_templates(spec: str | Path | None = None) -> Templates:
+    """None: the default set. A set name, unless a directory of that name exists: then the directory,
+    whose files override the default set's (the CLI hands `--prompts kevin-tui` over as a Path)."""
+    directory = Path(spec) if spec is not None and Path(spec).is_dir() else None
+    name = DEFAULT_SET if spec is None or directory else str(spec)
+    if name not in SETS:
+        raise TemplateError(f"{spec}: neither a directory nor a template set ({', '.join(SETS)})")
+    shipped = resources.files("kevin_tui.prompts") / name
     texts: dict[str, str] = {}
-    for name in NAMES:
-        override = directory / f"{name}.md" if directory else None
-        if override is not None and override.exists():
-            text = override.read_text()
-        else:
-            text = (shipped / f"{name}.md").read_text()
-        texts[name] = text.rstrip("\n") if name in ("edited",) else text
+    for template in NAMES:
+        override = directory / f"{template}.md" if directory else None
+        raw = override.read_text() if override and override.exists() else (shipped / f"{template}.md").read_text()
+        text = HEADER.sub("", raw, count=1)
+        texts[template] = text.rstrip("\n") if template in INLINE else text
     return Templates(texts)
