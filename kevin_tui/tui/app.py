@@ -2,8 +2,8 @@
 
 It renders what the driver reports and sends it the user's intents; it decides nothing about the
 run. The driver's work runs as asyncio tasks and threads that only report; reports reach the app as
-messages (posting is thread-safe). Streaming text is not pushed token by token: a timer shows a
-bounded tail of the reply 15 times a second, so the cost does not grow with the stream.
+messages (posting is thread-safe). Streaming text is not pushed token by token: 15 times a second
+a timer shows what fits of the reply's end (LiveTail), so the cost does not grow with the stream.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding
@@ -40,12 +39,12 @@ from kevin_tui.driver import (
 from kevin_tui.errors import KevinError
 from kevin_tui.session import CandidateRef, Session
 from kevin_tui.tui.evaluation_panel import EvaluationPanel
+from kevin_tui.tui.live_tail import LiveTail
 from kevin_tui.tui.render import diff_renderable, kernel_renderable
 from kevin_tui.tui.screens import ConfirmScreen, EditScreen, NoteScreen
 from kevin_tui.tui.timeline import Timeline, TrajectoryState
 from kevin_tui.views import CandidateView, best_view, diff_base, views_of_session
 
-LIVE_TAIL_CHARS = 3000
 STREAM_FPS = 15
 STEERING = {"continue_turn", "continue_all", "note", "edit", "accept", "undo", "retry", "stop"}
 SEVERAL = {"continue_all", "next_trajectory", "previous_trajectory"}
@@ -96,9 +95,10 @@ class KevinApp(App):
         yield Timeline()
         with Vertical(id="main"):
             with TabbedContent(id="tabs"):
-                with TabPane("Reasoning", id="tab-reasoning"), VerticalScroll():
-                    yield Static("", id="live")
-                    yield Markdown("", id="reasoning")
+                with TabPane("Reasoning", id="tab-reasoning"):
+                    yield LiveTail(id="live")
+                    with VerticalScroll(id="reply"):
+                        yield Markdown("", id="reasoning")
                 with TabPane("Kernel", id="tab-kernel"), VerticalScroll():
                     yield Static("", id="kernel")
                 with TabPane("Diff", id="tab-diff"), VerticalScroll():
@@ -122,7 +122,7 @@ class KevinApp(App):
         self.sub_title = " · ".join(x for x in (self.label, problem.name if problem else "resume") if x)
         self.set_interval(1 / STREAM_FPS, self.show_stream)
         self.set_status("running the reference, starting the model…")
-        self.drive()
+        self.call_after_refresh(self.drive)  # the first frame is painted before anything starts
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A worker that failed unexpectedly is shown, never a traceback that kills the app."""
@@ -191,12 +191,11 @@ class KevinApp(App):
     def follow_stream(self) -> None:
         """A turn of the trajectory on show started: its reply streams into the live tail."""
         self.shown_chars = -1
-        live = self.query_one("#live", Static)
-        live.update("")
+        live = self.query_one(LiveTail)
+        live.clear()
         live.display = True
-        self.query_one("#reasoning", Markdown).display = False
+        self.query_one("#reply").display = False
         self.query_one(TabbedContent).active = "tab-reasoning"
-        self.query_one("#tab-reasoning VerticalScroll", VerticalScroll).anchor()
 
     def show_stream(self) -> None:
         """15 times a second: the bounded tail of the reply streaming in the trajectory on show."""
@@ -207,10 +206,7 @@ class KevinApp(App):
         if size == self.shown_chars:
             return
         self.shown_chars = size
-        text = Text(reply.reasoning[-LIVE_TAIL_CHARS:], style="dim")
-        if reply.answer:
-            text.append("\n\n" + reply.answer[-LIVE_TAIL_CHARS:])
-        self.query_one("#live", Static).update(text)
+        self.query_one(LiveTail).show(reply.reasoning, reply.answer)
 
     # -- what is on show -----------------------------------------------------------
 
@@ -262,10 +258,9 @@ class KevinApp(App):
         if self.driver is None or not self.driver.busy(self.trajectory):
             reasoning = view.reasoning or "_(no reasoning recorded)_"
             answer = view.answer if view.code is None else (view.summary or "")
-            self.query_one("#live", Static).display = False
-            markdown = self.query_one("#reasoning", Markdown)
-            markdown.display = True
-            markdown.update(f"{reasoning}\n\n---\n\n{answer}")
+            self.query_one(LiveTail).display = False
+            self.query_one("#reply").display = True
+            self.query_one("#reasoning", Markdown).update(f"{reasoning}\n\n---\n\n{answer}")
         self.query_one("#kernel", Static).update(kernel_renderable(view.code))
         self.query_one(EvaluationPanel).show_verdict(view.verdict)
         base = diff_base(self.query_one(Timeline).views, view)
