@@ -379,3 +379,31 @@ def test_edit_in_editor_with_a_stand_in_editor(make_app, tmp_path, monkeypatch):
 
     asyncio.run(run())
     assert "1.001" not in session_of(app).of_type(EditEvent)[0].code
+
+
+def test_a_resumed_session_shows_its_turns_and_waits_for_the_user(make_app, tmp_path):
+    app = make_app(reply("slightly_wrong.py"), reply("relu_torch.py"))
+
+    async def first():
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: settled(app, 1))
+            await pilot.press("q")
+
+    asyncio.run(first())
+    args = build_parser().parse_args(["optimize", "--resume", "last", "--device", "cpu", "--no-timing", "--backend",
+                                      "scripted", "--script", str(tmp_path / "script.json"), "--sessions-dir",
+                                      str(tmp_path / "sessions")])  # fmt: skip
+    resumed = KevinApp(config=run_config(args, Settings()))
+
+    async def second():
+        async with resumed.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: settled(resumed, 1))
+            await pilot.pause(0.3)
+            assert resumed.views()[0].status == "incorrect" and not resumed.driver.busy()
+            await pilot.press("c")
+            await wait_for(pilot, lambda: settled(resumed, 2))
+            await pilot.press("q")
+
+    asyncio.run(second())
+    session = session_of(resumed)
+    assert [e.turn for e in session.of_type(PromptEvent)] == [1, 2] and [a.number for a in session.history(0)] == [1]

@@ -142,12 +142,16 @@ class KevinApp(App):
     @work(group="run", exit_on_error=False)
     async def drive(self) -> None:
         """Open the run after the first frame (the reference runs in a thread), start every
-        trajectory's first turn, and stay open until the app quits."""
+        trajectory's first turn (a resumed session waits for the user), and stay open until the
+        app quits."""
         try:
             async with Driver.open(self.config, self.post_report) as driver:
                 self.driver = driver
                 self.show_trajectory(0)
-                driver.continue_()
+                if self.config.problem.resume:
+                    self.notify("session resumed: select the candidate to go on from, then c continues")
+                else:
+                    driver.continue_()
                 await self.closing.wait()
         except KevinError as exc:
             self.notify(str(exc), severity="error", timeout=30)
