@@ -155,7 +155,6 @@ class Driver:
         self.gate = DeviceGate(exclusive=False)
         self._evaluating: CandidateRef | None = None
         self._ended = False  # a stop or end event is written
-        self.phase: Phase | None = None
 
     @classmethod
     @asynccontextmanager
@@ -231,6 +230,15 @@ class Driver:
         candidates = [c for t in self.tracks for turn in t.agent.turns for c in turn.candidates]
         best = best_correct(candidates, lambda c: c.score)
         return best.ref if best else None
+
+    def continuing(self, trajectory: int) -> Candidate | None:
+        """The candidate of the latest turn that the next turn would continue from."""
+        track = self.tracks[trajectory]
+        turn = track.latest
+        if turn is None or not turn.candidates:
+            return None
+        index = track.selected if track.selected is not None else turn.chosen
+        return turn.candidates[index] if index is not None else turn.ranked()[0]
 
     def build_log(self) -> Path | None:
         return self.run.evaluator.last_log if self.run else None
@@ -325,15 +333,6 @@ class Driver:
         self.run.writer.write(UndoEvent(message=message))
         return Outcome(message)
 
-    def continuing(self, trajectory: int) -> Candidate | None:
-        """The candidate of the latest turn that the next turn would continue from."""
-        track = self.tracks[trajectory]
-        turn = track.latest
-        if turn is None or not turn.candidates:
-            return None
-        index = track.selected if track.selected is not None else turn.chosen
-        return turn.candidates[index] if index is not None else turn.ranked()[0]
-
     async def accept_best(self, slower_ok: bool = False, git_init: bool = False) -> Outcome:
         best = self.best()
         if best is None:
@@ -341,8 +340,11 @@ class Driver:
         return await self.accept(best, slower_ok, git_init)
 
     async def advance(self, note: str | None = None) -> list[Turn]:
-        """One turn of every trajectory, side by side, awaited (headless and batch mode)."""
-        return list(await asyncio.gather(*(self._next_turn(t, note) for t in self.tracks)))
+        """One turn of every trajectory, side by side, awaited (headless and batch mode); the first
+        failure is raised, and closing the driver stops the other trajectories."""
+        for track in self.tracks:
+            track.task = asyncio.create_task(self._next_turn(track, note))
+        return list(await asyncio.gather(*(t.task for t in self.tracks if t.task is not None)))
 
     async def finish(self) -> None:
         """The run is over: each latest turn's default choice enters the history; an end event."""
@@ -445,8 +447,7 @@ class Driver:
     def _on_progress(self, phase: str, detail: str) -> None:
         """From the evaluator's thread."""
         hint = FIRST_BUILD_HINT if phase == "build" and self._first_build() else None
-        self.phase = Phase(self._evaluating if phase != "reference" else None, phase, detail, time.monotonic(), hint)
-        self.report(self.phase)
+        self.report(Phase(self._evaluating if phase != "reference" else None, phase, detail, time.monotonic(), hint))
 
     def _first_build(self) -> bool:
         """No precompiled header in the build cache yet: the first C++ build makes one."""
