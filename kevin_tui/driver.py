@@ -42,6 +42,7 @@ from kevin_tui.session.events import AcceptEvent, EndEvent, ErrorEvent, Event, P
 from kevin_tui.views import CandidateView, views_of_turns
 
 FIRST_BUILD_HINT = "first build on this machine: precompiling headers, about a minute"
+NEW_FLAGS_HINT = "precompiling headers for these compiler flags, about a minute"
 Severity = Literal["information", "warning", "error"]
 
 
@@ -77,13 +78,12 @@ class PromptBuilt:
 @dataclass(frozen=True)
 class Phase:
     """The evaluator moved to a phase (reference, build, check, judge, time, done) at `started`
-    (time.monotonic()); `hint` says why it may take long."""
+    (time.monotonic())."""
 
     ref: CandidateRef | None
     name: str
     detail: str
     started: float
-    hint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -242,6 +242,16 @@ class Driver:
 
     def build_log(self) -> Path | None:
         return self.run.evaluator.last_log if self.run else None
+
+    def build_hint(self) -> str | None:
+        """Why a build is slow, when it is one of the slow ones: torch's headers are being precompiled
+        (once per set of compiler flags; read from the build cache's precompiled-header store)."""
+        store = self.config.problem.evaluation.cache_dir / "pch"
+        if not any(store.glob("*/*.gch")):
+            return FIRST_BUILD_HINT
+        if any(store.glob("*/*.gch.*")):  # one being written
+            return NEW_FLAGS_HINT
+        return None
 
     # -- intents -----------------------------------------------------------------
 
@@ -446,10 +456,4 @@ class Driver:
 
     def _on_progress(self, phase: str, detail: str) -> None:
         """From the evaluator's thread."""
-        hint = FIRST_BUILD_HINT if phase == "build" and self._first_build() else None
-        self.report(Phase(self._evaluating if phase != "reference" else None, phase, detail, time.monotonic(), hint))
-
-    def _first_build(self) -> bool:
-        """No precompiled header in the build cache yet: the first C++ build makes one."""
-        cache = self.config.problem.evaluation.cache_dir / "pch"
-        return not any(cache.glob("*/*.gch"))
+        self.report(Phase(self._evaluating if phase != "reference" else None, phase, detail, time.monotonic()))

@@ -9,7 +9,7 @@ import time
 from textual.app import App, ComposeResult
 
 from kevin_tui.config import ProblemConfig, RunConfig
-from kevin_tui.driver import FIRST_BUILD_HINT, Driver, Phase
+from kevin_tui.driver import FIRST_BUILD_HINT, NEW_FLAGS_HINT, Driver, Phase
 from kevin_tui.evaluator import EvalOptions
 from kevin_tui.tui.evaluation_panel import EvaluationPanel
 
@@ -25,7 +25,8 @@ def test_a_long_build_shows_its_phase_seconds_and_why():
     async def run() -> str:
         async with app.run_test() as pilot:
             panel = app.query_one(EvaluationPanel)
-            panel.show_phase(Phase(None, "build", "", time.monotonic() - 12, FIRST_BUILD_HINT), None)
+            panel.hints = lambda: FIRST_BUILD_HINT
+            panel.show_phase(Phase(None, "build", "", time.monotonic() - 12), None)
             await pilot.pause()
             return str(panel.render())
 
@@ -33,13 +34,15 @@ def test_a_long_build_shows_its_phase_seconds_and_why():
     assert "build… 12 s" in text and "precompiling headers, about a minute" in text
 
 
-def test_the_hint_is_given_only_before_the_first_precompiled_header(tmp_path):
-    reports: list = []
-    config = RunConfig(problem=ProblemConfig(evaluation=EvalOptions(cache_dir=tmp_path)))
-    driver = Driver(config, reports.append)
-    driver._on_progress("build", "")
-    (tmp_path / "pch" / "key").mkdir(parents=True)
-    (tmp_path / "pch" / "key" / "torch_extension_pch.h.gch").write_bytes(b"")
-    driver._on_progress("build", "")
-    driver._on_progress("check", "")
-    assert [r.hint for r in reports] == [FIRST_BUILD_HINT, None, None]
+def test_the_hint_says_when_headers_are_being_precompiled(tmp_path):
+    """Read from the build cache's precompiled-header store: none yet (the first build makes one),
+    one being written (new compiler flags), or nothing to explain."""
+    driver = Driver(RunConfig(problem=ProblemConfig(evaluation=EvalOptions(cache_dir=tmp_path))), lambda r: None)
+    store = tmp_path / "pch"
+    assert driver.build_hint() == FIRST_BUILD_HINT
+    (store / "a").mkdir(parents=True)
+    (store / "a" / "torch_extension_pch.h.gch").write_bytes(b"")
+    assert driver.build_hint() is None
+    (store / "b").mkdir()
+    (store / "b" / "torch_extension_pch.h.gch.4242").write_bytes(b"")
+    assert driver.build_hint() == NEW_FLAGS_HINT

@@ -111,6 +111,7 @@ def test_continue_while_a_turn_runs_says_why_not(make_app):
     async def run():
         async with app.run_test(size=SIZE) as pilot:
             await wait_for(pilot, lambda: app.driver is not None and app.driver.busy())
+            await wait_for(pilot, lambda: labels(app) == [" ⟳   1        running"])  # the running turn has a row
             await pilot.press("c")
             await pilot.pause()
             assert any("already running" in str(n.message) for n in app._notifications)

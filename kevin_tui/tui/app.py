@@ -86,6 +86,7 @@ class KevinApp(App):
         self.driver: Driver | None = None
         self.trajectory = 0  # the one on show
         self.closing = asyncio.Event()
+        self.running: dict[int, int] = {}  # trajectory: the turn it runs
         self.shown_chars = -1
         self.tokens: int | None = None
 
@@ -147,6 +148,8 @@ class KevinApp(App):
         try:
             async with Driver.open(self.config, self.post_report) as driver:
                 self.driver = driver
+                panel = self.query_one(EvaluationPanel)
+                panel.hints, panel.several = driver.build_hint, driver.trajectories > 1
                 self.show_trajectory(0)
                 if self.config.problem.resume:
                     self.notify("session resumed: select the candidate to go on from, then c continues")
@@ -175,13 +178,16 @@ class KevinApp(App):
         elif isinstance(report, Phase):
             self.query_one(EvaluationPanel).show_phase(report, self.driver.build_log() if self.driver else None)
         elif isinstance(report, TurnStarted):
+            self.running[report.trajectory] = report.turn
             if report.trajectory == self.trajectory:
                 self.follow_stream()
+                self.show_views(self.views(), select=None)
             self.show_strip()
         elif isinstance(report, TurnEnded):
             self.turn_ended(report)
 
     def turn_ended(self, report: TurnEnded) -> None:
+        self.running.pop(report.trajectory, None)
         if report.trajectory != self.trajectory:
             self.show_strip()
             return
@@ -244,14 +250,15 @@ class KevinApp(App):
             self.follow_stream()
 
     def show_views(self, views: list[CandidateView], select: int | None) -> None:
-        self.query_one(Timeline).show(views, self.best_ref(), select)
+        self.query_one(Timeline).show(views, self.best_ref(), select, self.running.get(self.trajectory))
         self.show_strip()
 
     def show_strip(self) -> None:
         states = []
         for trajectory in range(self.trajectories()):
             running = self.driver is not None and self.driver.busy(trajectory)
-            states.append(TrajectoryState(running, best_view(self.views(trajectory))))
+            views = self.views(trajectory)
+            states.append(TrajectoryState(running, best_view(views), views[-1] if views else None))
         self.query_one(Timeline).show_trajectories(states, self.trajectory)
 
     @on(Timeline.Selected)

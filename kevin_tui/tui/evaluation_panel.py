@@ -4,6 +4,7 @@ build log's tail, and why a first build is slow); afterwards, the verdict."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
@@ -22,6 +23,8 @@ class EvaluationPanel(Static):
         super().__init__("", id="evaluation")
         self.phase: Phase | None = None
         self.build_log: Path | None = None
+        self.hints: Callable[[], str | None] = lambda: None  # why a build is slow, asked each second
+        self.several = False  # trajectories: say whose kernel it is
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self.tick)
@@ -41,13 +44,15 @@ class EvaluationPanel(Static):
         if phase is None:
             return
         elapsed = time.monotonic() - phase.started
-        text = Text(f"turn {phase.ref.turn} · " if phase.ref else "")
+        ref = phase.ref
+        whose = f"trajectory {ref.trajectory + 1}, " if ref and self.several else ""
+        text = Text(f"{whose}turn {ref.turn} · " if ref else "")
         text.append(phase.name, "bold")
         text.append(f"… {elapsed:.0f} s")
         if phase.detail:
             text.append(f"  {phase.detail}")
-        if phase.hint and elapsed >= HINT_AFTER_S:
-            text.append(f"  ({phase.hint})", style="italic")
+        if phase.name == "build" and elapsed >= HINT_AFTER_S and (hint := self.hints()):
+            text.append(f"  ({hint})", style="italic")
         if phase.name == "build" and self.build_log is not None:
             text.append("\n" + _tail(self.build_log), style="dim")
         self.update(text)

@@ -31,10 +31,12 @@ def row_label(view: CandidateView, best: bool) -> str:
 
 @dataclass(frozen=True)
 class TrajectoryState:
-    """What the trajectory strip says about one trajectory."""
+    """What the trajectory strip says about one trajectory: running, else its best kernel, else how
+    its latest turn went."""
 
     running: bool
     best: CandidateView | None
+    latest: CandidateView | None
 
 
 class Timeline(Vertical):
@@ -58,11 +60,24 @@ class Timeline(Vertical):
     def on_mount(self) -> None:
         self.query_one("#trajectories", Static).display = False
 
-    def show(self, views: list[CandidateView], best: CandidateRef | None, select: int | None = None) -> None:
+    def show(
+        self,
+        views: list[CandidateView],
+        best: CandidateRef | None,
+        select: int | None = None,
+        running: int | None = None,
+    ) -> None:
+        """The rows, and a last one for the turn `running` while it runs; keeps the row on show
+        unless told which to select."""
         turns = self.query_one("#turns", ListView)
+        previous = self.selected()
         self.views = views
         turns.clear()
         turns.extend(ListItem(Label(row_label(v, v.ref == best))) for v in views)
+        if running is not None:
+            turns.append(ListItem(Label(f" {RUNNING} {running:>3}        running"), disabled=True))
+        if select is None and previous is not None:
+            select = next((i for i, v in enumerate(views) if v.ref == previous.ref), None)
         speedups = [v.speedup for v in views if v.speedup is not None]
         sparkline = self.query_one("#speedups", Sparkline)
         sparkline.display = len(speedups) > 1  # speedup over turns, once there is a trend to show
@@ -76,7 +91,8 @@ class Timeline(Vertical):
         strip.display = len(states) > 1
         parts = []
         for index, state in enumerate(states):
-            glyph = RUNNING if state.running else GLYPHS.get(state.best.status, "·") if state.best else "·"
+            shown = state.best or state.latest
+            glyph = RUNNING if state.running else GLYPHS.get(shown.status, "·") if shown else "·"
             speed = f" {state.best.speedup:.2f}x" if state.best and state.best.speedup else ""
             label = f"{index + 1}{glyph}{speed}"
             parts.append(f"[reverse]{label}[/reverse]" if index == current else label)
