@@ -38,7 +38,7 @@ def prepare_demo(
     KernelRepo.find(directory, init=True)
     config = RunConfig(
         backend=BackendConfig(backend="scripted", script=shipped(REPLIES), script_rate=rate),
-        problem=ProblemConfig(problem=problem, sessions_dir=directory / "sessions", evaluation=EvalOptions("cpu")),
+        problem=ProblemConfig(problem=problem, sessions_dir=directory / "sessions", evaluation=EvalOptions(device="cpu")),
         keys=dict(keys or {}),
     )
     return config, directory

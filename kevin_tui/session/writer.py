@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import secrets
 import threading
 import time
@@ -55,11 +54,6 @@ class SessionWriter:
         with self._lock:
             self._append(to_record(event))
         return event
-
-    def sync(self) -> None:
-        """Force the file to disk (flush already protects against a killed process)."""
-        with self._lock:
-            os.fsync(self.file.fileno())
 
     def close(self) -> None:
         with self._lock:
