@@ -36,9 +36,10 @@ def prepare_demo(
     problem = directory / PROBLEM
     shutil.copyfile(shipped(PROBLEM), problem)
     KernelRepo.find(directory, init=True)
+    evaluation = EvalOptions(device="cpu")
     config = RunConfig(
         backend=BackendConfig(backend="scripted", script=shipped(REPLIES), script_rate=rate),
-        problem=ProblemConfig(problem=problem, sessions_dir=directory / "sessions", evaluation=EvalOptions(device="cpu")),
+        problem=ProblemConfig(problem=problem, sessions_dir=directory / "sessions", evaluation=evaluation),
         keys=dict(keys or {}),
     )
     return config, directory
