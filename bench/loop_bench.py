@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import sys
 import tempfile
@@ -25,11 +26,20 @@ sys.path.insert(0, str(REPO))
 from kevin_tui.evaluator.verdict import Status, Verdict  # noqa: E402
 from kevin_tui.loop import Agent, LoopConfig  # noqa: E402
 from kevin_tui.models.scripted import ScriptedBackend  # noqa: E402
+from kevin_tui.protocol.feedback import Feedback  # noqa: E402
 from kevin_tui.protocol.prompt import PromptBuilder  # noqa: E402
 from kevin_tui.protocol.templates import load_templates  # noqa: E402
-from kevin_tui.session import SessionWriter, load_session  # noqa: E402
+from kevin_tui.session import Header, SessionWriter, load_session  # noqa: E402
+from kevin_tui.session.events import (  # noqa: E402
+    AttemptEvent,
+    EvaluationEvent,
+    KernelEvent,
+    PromptEvent,
+    ReplyEvent,
+)
 
-PROBLEM = (REPO.parent / "shared" / "kernelbench" / "level2" / "1_Conv2D_ReLU_BiasAdd.py").read_text()
+KERNELBENCH = Path(os.environ.get("KEVIN_TUI_KERNELBENCH", REPO.parent / "shared" / "kernelbench"))
+PROBLEM = (KERNELBENCH / "level2" / "1_Conv2D_ReLU_BiasAdd.py").read_text()
 KERNEL = (REPO / "tests" / "candidates" / "relu_cuda.py").read_text()
 REASONING = " ".join(random.Random(0).choice(["tile", "warp", "coalesce", "fuse", "the", "load"]) for _ in range(8000))
 
@@ -45,14 +55,15 @@ def overhead_per_turn(directory: Path, turns: int = 30) -> float:
     script = directory / "script.json"
     script.write_text(json.dumps([{"reasoning": REASONING, "answer": f"```python\n{KERNEL}```\nFused."}]))
     templates = load_templates()
-    writer = SessionWriter(directory / "overhead.jsonl", {"id": "bench"})
+    writer = SessionWriter(directory / "overhead.jsonl", header("bench"))
     agent = Agent(PromptBuilder(templates, PROBLEM), ScriptedBackend(script), InstantEvaluator(), templates, writer,
                   LoopConfig(follow_up_summaries=False))  # fmt: skip
 
     async def run() -> float:
         started = time.perf_counter()
         for _ in range(turns):
-            turn = await agent.run_turn()
+            turn = await agent.generate()
+            await agent.evaluate(turn.candidates)
             agent.choose(turn, 0)
         return (time.perf_counter() - started) / turns
 
@@ -61,14 +72,20 @@ def overhead_per_turn(directory: Path, turns: int = 30) -> float:
     return per_turn
 
 
+def header(name: str, source: str = "") -> Header:
+    return Header(id=name, created="now", problem={"path": "p.py", "sha256": "0", "source": source}, model="m",
+                  backend="scripted")  # fmt: skip
+
+
 def event_cost(directory: Path, n: int = 5000) -> tuple[float, float]:
-    payload = {"turn": 3, "candidate": 0, "verdict": {"status": "correct", "speedup": 1.5, "message": "x" * 200}}
-    writer = SessionWriter(directory / "events.jsonl", {"id": "bench"})
+    verdict = Verdict(Status.CORRECT, "x" * 200, speedup=1.5)
+    writer = SessionWriter(directory / "events.jsonl", header("bench"))
     started = time.perf_counter()
     for _ in range(n):
-        writer.write("evaluation", **payload)
+        writer.write(EvaluationEvent(turn=3, candidate=0, verdict=verdict))
     ours = (time.perf_counter() - started) / n
     writer.close()
+    payload = {"turn": 3, "candidate": 0, "verdict": verdict.to_dict()}
     with open(directory / "raw.jsonl", "w") as raw:
         started = time.perf_counter()
         for _ in range(n):
@@ -80,19 +97,22 @@ def event_cost(directory: Path, n: int = 5000) -> tuple[float, float]:
 
 def thousand_turns(directory: Path) -> tuple[float, float, float]:
     path = directory / "long.jsonl"
-    writer = SessionWriter(path, {"id": "long", "problem": {"path": "p.py", "sha256": "0", "source": PROBLEM}})
+    writer = SessionWriter(path, header("long", PROBLEM))
     prompt_text = PROBLEM + KERNEL * 4
+    verdict = Verdict(Status.CORRECT, "correct", speedup=1.5)
+    feedback = Feedback("correct", "correct", "", 1.5)
     for turn in range(1, 1001):
-        writer.write("prompt", turn=turn, tokens=6000, text=prompt_text)
-        writer.write("reply", turn=turn, candidate=0, reasoning=REASONING, answer=KERNEL, complete=True)
-        writer.write("kernel", turn=turn, candidate=0, code=KERNEL, summary="Fused.")
-        writer.write("evaluation", turn=turn, candidate=0, verdict={"status": "correct", "speedup": 1.5})
-        writer.write("attempt", turn=turn, candidate=0, code=KERNEL, summary="Fused.", feedback={})
+        writer.write(PromptEvent(turn=turn, tokens=6000, counted_with="estimate", text=prompt_text))
+        writer.write(ReplyEvent(turn=turn, reasoning=REASONING, answer=KERNEL, complete=True))
+        writer.write(KernelEvent(turn=turn, code=KERNEL, summary="Fused."))
+        writer.write(EvaluationEvent(turn=turn, verdict=verdict))
+        writer.write(AttemptEvent(turn=turn, code=KERNEL, summary="Fused.", feedback=feedback))
     writer.close()
     started = time.perf_counter()
     session = load_session(path)
+    records = session.candidates()  # the join every front end reads
     ours = time.perf_counter() - started
-    assert session.turns == 1000
+    assert session.turns == 1000 and len(records) == 1000
     started = time.perf_counter()
     with open(path, "rb") as f:
         [json.loads(line) for line in f]

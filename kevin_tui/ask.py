@@ -7,31 +7,30 @@ server works with kevin-tui; the refinement loop builds on the same parts.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 from pathlib import Path
 
 from kevin_tui.models.base import BackendError, Reply, StreamEnd
-from kevin_tui.models.factory import backend_config_from, open_backend
+from kevin_tui.models.factory import BackendConfig, open_backend
+from kevin_tui.models.tokens import PromptTokens
 from kevin_tui.problem import Problem
 from kevin_tui.protocol.parse import parse_reply
-from kevin_tui.protocol.prompt import PromptBuilder, token_counter
+from kevin_tui.protocol.prompt import PromptBuilder
 from kevin_tui.protocol.templates import load_templates
 
 
-async def ask(problem: Problem, args: argparse.Namespace) -> tuple[Reply, str]:
-    config = backend_config_from(args)
+async def ask(problem: Problem, config: BackendConfig, budget: int, prompts: Path | None) -> tuple[Reply, str]:
     dim = sys.stderr.isatty()
 
     def progress(elapsed: float, line: str) -> None:
         print(f"[vllm {elapsed:4.0f} s] {line}", file=sys.stderr)
 
     async with open_backend(config, progress) as backend:
-        counter, counted_with = token_counter(backend)
-        builder = PromptBuilder(load_templates(args.prompts), problem.source, args.budget, counter, counted_with)
-        prompt = builder.build([])
-        print(f"prompt: {prompt.tokens} tokens ({counted_with}) of {args.budget}", file=sys.stderr)
+        tokens = PromptTokens(backend)
+        builder = PromptBuilder(load_templates(prompts), problem.source, budget, tokens, tokens.counted_with)
+        prompt = await asyncio.to_thread(builder.build, [])
+        print(f"prompt: {prompt.tokens} tokens ({tokens.counted_with}) of {budget}", file=sys.stderr)
         reply = Reply()
         async for item in backend.stream(prompt.messages, config.sampling):
             if isinstance(item, StreamEnd):
@@ -46,9 +45,9 @@ async def ask(problem: Problem, args: argparse.Namespace) -> tuple[Reply, str]:
         return reply, prompt.text
 
 
-def cmd_ask(args: argparse.Namespace, problem: Problem) -> int:
+def ask_once(problem: Problem, config: BackendConfig, budget: int, prompts: Path | None, save: str | None) -> int:
     try:
-        reply, _ = asyncio.run(ask(problem, args))
+        reply, _ = asyncio.run(ask(problem, config, budget, prompts))
     except BackendError as exc:
         print(f"kevin-tui: {exc}", file=sys.stderr)
         return 1
@@ -59,7 +58,7 @@ def cmd_ask(args: argparse.Namespace, problem: Problem) -> int:
     if parsed.code is None:
         print(f"format_error: {parsed.error}", file=sys.stderr)
         return 1
-    if args.save:
-        Path(args.save).write_text(parsed.code)
-        print(f"kernel written to {args.save}", file=sys.stderr)
+    if save:
+        Path(save).write_text(parsed.code)
+        print(f"kernel written to {save}", file=sys.stderr)
     return 0

@@ -1,51 +1,37 @@
-"""Command line: eval, ask, optimize (headless), replay, sessions, undo."""
+"""Command line: demo, eval, ask, optimize (app or headless), replay, sessions, undo.
+
+Flags and config files become a typed configuration here (kevin_tui.arguments) and go no further
+as a Namespace. What can be checked without running anything is checked before an app opens: the
+problem's shape (from its syntax tree), the session to resume, whether any model can run here.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from kevin_tui.config import ConfigError, apply_config, load_config
+from kevin_tui.arguments import apply_settings, backend_config, build_parser, run_config
+from kevin_tui.config import Settings, load_settings
+from kevin_tui.errors import EXIT_USAGE, KevinError
 from kevin_tui.evaluator import EnvironmentProblem, Evaluator
-from kevin_tui.evaluator.cli_options import add_eval_options, options_from, positive_int
+from kevin_tui.evaluator.cli_options import options_from
 from kevin_tui.evaluator.report import render
-from kevin_tui.evaluator.verdict import (
-    EXIT_CANNOT_EVALUATE_HERE,
-    EXIT_OTHER,
-    EXIT_PROBLEM_UNUSABLE,
-    Status,
-    Verdict,
-)
-from kevin_tui.models.factory import add_backend_options
-from kevin_tui.problem import Problem, ProblemError, load_problem
-from kevin_tui.protocol.prompt import DEFAULT_BUDGET
-from kevin_tui.repo import AcceptInfo, GitProblem, KernelRepo, kernel_file_text, kernel_path_for
-
-EVAL_EPILOG = """\
-exit codes: 0 correct; 3 compiled (built, but no CUDA device to run it);
-1 any other verdict; 2 the problem file is unusable; 4 this machine cannot
-evaluate it (CPU-only torch, no nvcc, no such device)."""
+from kevin_tui.evaluator.verdict import EXIT_CANNOT_EVALUATE_HERE, EXIT_OTHER, Status
+from kevin_tui.problem import load_problem
+from kevin_tui.repo import AcceptInfo, GitProblem, KernelRepo, accept_beside
+from kevin_tui.session import find_session, load_session
 
 
-def problem_or_report(path: str) -> Problem | None:
-    """The problem, or None after saying on stderr what is wrong with the file."""
-    try:
-        return load_problem(path)
-    except ProblemError as exc:
-        print(f"kevin-tui: {exc}", file=sys.stderr)
-        return None
-
-
-def cmd_eval(args: argparse.Namespace) -> int:
-    if (problem := problem_or_report(args.problem)) is None:
-        return EXIT_PROBLEM_UNUSABLE
+def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
+    problem = load_problem(args.problem)
     try:
         source = Path(args.candidate).read_text()
     except (OSError, UnicodeDecodeError) as exc:
         print(f"kevin-tui: cannot read candidate {args.candidate}: {exc}", file=sys.stderr)
-        return EXIT_PROBLEM_UNUSABLE
+        return EXIT_USAGE
 
     def progress(phase: str, detail: str) -> None:
         if not args.json and sys.stderr.isatty():
@@ -54,9 +40,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         with Evaluator(problem, options_from(args), on_progress=progress, prespawn=False) as evaluator:
             verdict = evaluator.evaluate(source)
-    except ProblemError as exc:
-        print(f"\nkevin-tui: {exc}", file=sys.stderr)
-        return EXIT_PROBLEM_UNUSABLE
     except EnvironmentProblem as exc:
         print(f"\nkevin-tui: cannot evaluate here: {exc}", file=sys.stderr)
         return EXIT_CANNOT_EVALUATE_HERE
@@ -66,9 +49,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
     code = verdict.exit_code
     if args.accept:
         if verdict.status is Status.CORRECT:
-            accepted = accept_candidate(problem.path, source, verdict, args)
-            output["accepted"] = accepted
-            code = EXIT_OTHER if "error" in accepted else code
+            info = AcceptInfo(
+                module=problem.path.stem,
+                speedup=verdict.speedup,
+                speedup_compile=verdict.speedup_compile,
+                device=verdict.details.get("environment", {}).get("gpu") or verdict.device,
+            )
+            try:
+                accepted = accept_beside(problem.path, source, info, args.kernel_name, not args.no_git, args.git_init)
+                output["accepted"] = {"path": str(accepted.path), "commit": accepted.commit,
+                                      "summary": accepted.summary()}  # fmt: skip
+            except GitProblem as exc:
+                output["accepted"] = {"error": str(exc)}
+                code = EXIT_OTHER
         else:
             output["accepted"] = {"error": f"not accepted: the verdict is {verdict.status.value}"}
     if args.json:
@@ -80,91 +73,77 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return code
 
 
-def accept_candidate(problem_path: Path, source: str, verdict: Verdict, args: argparse.Namespace) -> dict:
-    """Write (and unless --no-git, commit) a correct candidate beside the problem module."""
-    info = AcceptInfo(
-        module=problem_path.stem,
-        speedup=verdict.speedup,
-        speedup_compile=verdict.speedup_compile,
-        device=verdict.details.get("environment", {}).get("gpu") or verdict.device,
-    )
-    path = kernel_path_for(problem_path, args.kernel_name)
-    if args.no_git:
-        try:
-            path.write_text(kernel_file_text(source, info))
-        except OSError as exc:
-            return {"error": f"cannot write {path}: {exc.strerror or exc}"}
-        return {"path": str(path), "commit": None, "summary": f"wrote {path} (--no-git)"}
+def cmd_undo(args: argparse.Namespace, settings: Settings) -> int:
     try:
-        result = KernelRepo.find(path, init=args.git_init).accept_kernel(path, source, info)
-    except GitProblem as exc:
-        return {"error": str(exc)}
-    summary = f"committed {result.commit[:10]} ({path})" + (f"; {result.notice}" if result.notice else "")
-    return {"path": str(path), "commit": result.commit, "summary": summary}
-
-
-def cmd_undo(args: argparse.Namespace) -> int:
-    try:
-        print(KernelRepo.find(Path(args.path)).undo())
+        print(KernelRepo.find(args.path).undo())
     except GitProblem as exc:
         print(f"kevin-tui: cannot undo: {exc}", file=sys.stderr)
         return EXIT_OTHER
     return 0
 
 
-def cmd_ask_entry(args: argparse.Namespace) -> int:
-    from kevin_tui.ask import cmd_ask
+def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
+    from kevin_tui.ask import ask_once
 
-    if (problem := problem_or_report(args.problem)) is None:
-        return EXIT_PROBLEM_UNUSABLE
-    return cmd_ask(args, problem)
+    problem = load_problem(args.problem)
+    config = backend_config(args)
+    config.resolved_backend()  # no model here: say so at once
+    return ask_once(problem, config, args.budget, args.prompts, args.save)
 
 
-def cmd_optimize(args: argparse.Namespace) -> int:
-    if not args.problem and not args.resume:
+def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
+    config = run_config(args, settings)
+    if config.problem.problem is None and config.problem.resume is None:
         print("kevin-tui: optimize needs a problem file (or --resume)", file=sys.stderr)
-        return EXIT_PROBLEM_UNUSABLE
+        return EXIT_USAGE
+    config.backend.resolved_backend()  # no GPU and no server: said now, not after a model start
+    if config.problem.resume:
+        find_session(config.problem.sessions_dir, config.problem.resume)
+    else:
+        load_problem(config.problem.problem)  # its shape, from the syntax tree; it runs inside the app
     if args.headless:
         import asyncio
 
         from kevin_tui.headless import run_headless
 
-        return asyncio.run(run_headless(args))
-    if not args.resume and problem_or_report(args.problem) is None:  # before the full-screen app opens
-        return EXIT_PROBLEM_UNUSABLE
+        return asyncio.run(run_headless(config))
     from kevin_tui.tui.app import KevinApp
 
-    KevinApp(args=args).run()
+    KevinApp(config=config).run()
     return 0
 
 
-def cmd_replay(args: argparse.Namespace) -> int:
-    from kevin_tui.session import SessionError, load_session
+def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    from kevin_tui.demo import prepare_demo
+    from kevin_tui.tui.app import KevinApp
 
-    try:
-        session = load_session(Path(args.file))
-    except SessionError as exc:
-        print(f"kevin-tui: {exc}", file=sys.stderr)
-        return EXIT_PROBLEM_UNUSABLE
+    config, directory = prepare_demo(args.dir, args.script_rate, keys=settings.keys)
+    KevinApp(config=config, title="demo").run()
+    print(f"kevin-tui demo: the repository and the session are in {directory} (delete it when done)")
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
+    session = load_session(args.file)
     if args.headless or args.json:
         from kevin_tui.headless import replay_headless
 
         if session.warning:
             print(f"kevin-tui: {session.warning}", file=sys.stderr)
-        return replay_headless(session, args)
+        return replay_headless(session, args.json, args.device if args.reeval else None)
     from kevin_tui.tui.app import KevinApp
 
     KevinApp(session=session).run()
     return 0
 
 
-def cmd_sessions_entry(args: argparse.Namespace) -> int:
-    from kevin_tui.headless import cmd_sessions
+def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
+    from kevin_tui.headless import list_sessions
 
-    return cmd_sessions(args)
+    return list_sessions(args.sessions_dir)
 
 
-def cmd_cache(args: argparse.Namespace) -> int:
+def cmd_cache(args: argparse.Namespace, settings: Settings) -> int:
     from kevin_tui.evaluator.host import cache
     from kevin_tui.evaluator.host.evaluator import default_cache_dir
 
@@ -177,115 +156,27 @@ def cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kevin-tui", description="Interactive GPU-kernel refinement with Kevin-32B.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p_eval = sub.add_parser(
-        "eval",
-        help="judge one candidate kernel against its reference",
-        description="Build, check and time CANDIDATE (defines ModelNew) against PROBLEM (defines Model, "
-        "get_inputs, get_init_inputs), in an isolated worker process.",
-        epilog=EVAL_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p_eval.add_argument("problem", help="the reference module (KernelBench form)")
-    p_eval.add_argument("candidate", help="the candidate module defining ModelNew")
-    add_eval_options(p_eval)
-    p_eval.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    accept = p_eval.add_argument_group("accepting a correct candidate")
-    accept.add_argument(
-        "--accept",
-        action="store_true",
-        help="if correct, write it beside the problem module and commit that file alone",
-    )
-    accept.add_argument("--kernel-name", metavar="FILE", help="kernel file name (default: <module>_kernel.py)")
-    accept.add_argument("--no-git", action="store_true", help="only write the kernel file")
-    accept.add_argument("--git-init", action="store_true", help="create a git repository if there is none")
-    p_eval.set_defaults(func=cmd_eval)
-
-    p_ask = sub.add_parser(
-        "ask",
-        help="one turn: prompt Kevin with PROBLEM and stream the reply",
-        description="Build the first-turn prompt for PROBLEM, stream the reasoning (stderr) and the answer "
-        "(stdout), and parse the kernel. The quickest check that a model server works with kevin-tui.",
-    )
-    p_ask.add_argument("problem", help="the reference module (KernelBench form)")
-    add_backend_options(p_ask)
-    p_ask.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="prompt token budget (default 8192)")
-    p_ask.add_argument("--prompts", type=Path, default=None, help="a directory of prompt templates to use")
-    p_ask.add_argument("--save", metavar="FILE", help="write the parsed kernel to FILE")
-    p_ask.set_defaults(func=cmd_ask_entry)
-
-    p_opt = sub.add_parser(
-        "optimize",
-        help="refine a kernel for PROBLEM turn by turn (--headless: without the TUI)",
-        description="Kevin proposes, kevin-tui builds, checks and times, and the history feeds the next turn. "
-        "Every step is saved to a session file as it happens.",
-    )
-    p_opt.add_argument("problem", nargs="?", help="the reference module (KernelBench form)")
-    p_opt.add_argument("--headless", action="store_true", help="run --turns turns without asking anything")
-    p_opt.add_argument("--inline-editor", action="store_true", help="TUI: edit kernels inside the app, not in $EDITOR")
-    p_opt.add_argument("--turns", type=positive_int, default=8)
-    p_opt.add_argument("--candidates", type=positive_int, default=1, help="replies sampled per turn; the best goes on")
-    p_opt.add_argument(
-        "--trajectories",
-        type=positive_int,
-        default=1,
-        help="independent chains refined side by side (Kevin's evaluation ran 16)",
-    )
-    p_opt.add_argument("--note", action="append", help="a note for the next turn (repeat for later turns)")
-    p_opt.add_argument("--resume", metavar="ID", help="continue a session: its id, 'last', or its file")
-    p_opt.add_argument("--sessions-dir", default="sessions", help="where sessions are saved (default: sessions/)")
-    p_opt.add_argument("--json", action="store_true", help="headless: one JSON object per turn")
-    p_opt.add_argument("--accept", choices=["best"], help="headless: commit the best correct kernel at the end")
-    p_opt.add_argument("--git-init", action="store_true", help="with --accept: create a git repository if needed")
-    p_opt.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="prompt token budget (default 8192)")
-    p_opt.add_argument("--prompts", type=Path, default=None, help="a directory of prompt templates to use")
-    add_eval_options(p_opt, device_aliases=("--eval-device",))
-    add_backend_options(p_opt)
-    p_opt.set_defaults(func=cmd_optimize)
-
-    p_replay = sub.add_parser("replay", help="walk through a saved session (no model, no GPU needed)")
-    p_replay.add_argument("file", help="a session file (sessions/<id>.jsonl)")
-    p_replay.add_argument("--headless", action="store_true", help="print the turns instead of opening the TUI")
-    p_replay.add_argument("--json", action="store_true", help="one JSON object per turn")
-    p_replay.add_argument("--reeval", action="store_true", help="re-run every kernel here; old and new side by side")
-    p_replay.add_argument("--device", default="auto")
-    p_replay.set_defaults(func=cmd_replay)
-
-    p_sessions = sub.add_parser("sessions", help="list saved sessions")
-    p_sessions.add_argument("--sessions-dir", default="sessions")
-    p_sessions.set_defaults(func=cmd_sessions_entry)
-
-    p_undo = sub.add_parser(
-        "undo",
-        help="take back the last accepted kernel",
-        description="Remove the last kevin-tui commit, only while it is still HEAD and its kernel file is "
-        "unchanged, and put the kernel file back as it was (deleted if it was new). Nothing else moves.",
-    )
-    p_undo.add_argument("path", nargs="?", default=".", help="a path inside the repository (default: .)")
-    p_undo.set_defaults(func=cmd_undo)
-
-    p_cache = sub.add_parser("cache", help="show or clean the build cache (builds and precompiled headers)")
-    p_cache.add_argument("--clean", choices=["builds", "pch", "all"], help="remove that part of the cache")
-    p_cache.add_argument("--cache-dir", type=Path, default=None, help="the cache to use (default ~/.cache/kevin-tui)")
-    p_cache.set_defaults(func=cmd_cache)
-    return parser
+COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
+    "demo": cmd_demo, "eval": cmd_eval, "ask": cmd_ask, "optimize": cmd_optimize, "replay": cmd_replay,
+    "sessions": cmd_sessions, "undo": cmd_undo, "cache": cmd_cache,
+}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = build_parser()
     try:
-        config = load_config()
-    except ConfigError as exc:
-        print(f"kevin-tui: bad configuration file: {exc}", file=sys.stderr)
-        sys.exit(EXIT_PROBLEM_UNUSABLE)
-    for key in apply_config(parser, config):
-        print(f"kevin-tui: ignoring unknown setting {key!r} in {', '.join(config['_sources'])}", file=sys.stderr)
+        settings = load_settings()
+    except KevinError as exc:
+        print(f"kevin-tui: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    for key in apply_settings(parser, settings):
+        print(f"kevin-tui: ignoring unknown setting {key!r} in {', '.join(settings.sources)}", file=sys.stderr)
     args = parser.parse_args(argv)
-    args.keys = config.get("keys", {})
     try:
-        code = args.func(args)
+        code = COMMANDS[args.command](args, settings)
+    except KevinError as exc:
+        print(f"kevin-tui: {exc}", file=sys.stderr)
+        code = exc.exit_code
     except KeyboardInterrupt:
         print("\nkevin-tui: interrupted", file=sys.stderr)
         code = 130

@@ -1,25 +1,43 @@
-"""Configuration files: defaults for the command line, so flags always win.
+"""The run's configuration: typed, built once at the edge (the CLI) from flags and config files.
 
-Read in order, later files overriding earlier ones: `$XDG_CONFIG_HOME/kevin-tui/config.toml`
-(`~/.config/...`), then `kevin-tui.toml` in the current directory. Top-level keys are the long
-option names with `_` for `-` (`model`, `server`, `budget`, `device`, `temperature`, ...); a
-`[sampling]` table is accepted for the sampling options, and `[keys]` remaps TUI keys
-(`continue = "space"`).
+Config files are read in order, later ones overriding earlier ones: `$XDG_CONFIG_HOME/kevin-tui/
+config.toml` (`~/.config/...`), then `kevin-tui.toml` in the current directory; flags override both.
+Top-level keys are the long option names with `_` for `-` (`model`, `server`, `budget`, `device`,
+`temperature`, ...); a `[sampling]` table is accepted for the sampling options, and `[keys]` remaps
+the app's keys by binding id (`continue = "space"`).
+
+Two scopes: `BackendConfig` (kevin_tui.models.factory) says which model to talk to and can serve
+many problems in one process; `ProblemConfig` is everything one problem's run needs. `RunConfig`
+holds both plus what the front end was asked to do.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from kevin_tui.errors import EXIT_USAGE, KevinError
+from kevin_tui.evaluator import EvalOptions
+from kevin_tui.models.factory import BackendConfig
+from kevin_tui.protocol.prompt import DEFAULT_BUDGET
 
 PROJECT_FILE = "kevin-tui.toml"
 
 
-class ConfigError(Exception):
-    pass
+class ConfigError(KevinError):
+    exit_code = EXIT_USAGE
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the configuration files say: option values by name, key remaps, and the files read."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)
+    sources: tuple[str, ...] = ()
 
 
 def config_files(cwd: Path | None = None) -> list[Path]:
@@ -27,32 +45,50 @@ def config_files(cwd: Path | None = None) -> list[Path]:
     return [base / "kevin-tui" / "config.toml", (cwd or Path.cwd()) / PROJECT_FILE]
 
 
-def load_config(files: list[Path] | None = None) -> dict[str, Any]:
-    merged: dict[str, Any] = {}
+def load_settings(files: list[Path] | None = None) -> Settings:
+    values: dict[str, Any] = {}
+    keys: dict[str, str] = {}
+    sources: list[str] = []
     for path in files if files is not None else config_files():
         if not path.exists():
             continue
         try:
             data = tomllib.loads(path.read_text())
         except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"{path}: {exc}") from None
+            raise ConfigError(f"bad configuration file {path}: {exc}") from None
         sampling = data.pop("sampling", {})
-        keys = data.pop("keys", {})
-        merged.update({k.replace("-", "_"): v for k, v in {**data, **sampling}.items()})
-        merged.setdefault("keys", {}).update(keys)
-        merged.setdefault("_sources", []).append(str(path))
-    return merged
+        keys.update(data.pop("keys", {}))
+        values.update({k.replace("-", "_"): v for k, v in {**data, **sampling}.items()})
+        sources.append(str(path))
+    return Settings(values, keys, tuple(sources))
 
 
-def apply_config(parser: argparse.ArgumentParser, config: dict[str, Any]) -> list[str]:
-    """Set the config's values as defaults on every subcommand that has the option; returns unknown keys."""
-    settings = {k: v for k, v in config.items() if k not in ("keys", "_sources")}
-    used: set[str] = set()
-    subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    for action in subparsers:
-        for sub in action.choices.values():
-            dests = {a.dest for a in sub._actions}
-            known = {k: v for k, v in settings.items() if k in dests}
-            sub.set_defaults(**known)
-            used.update(known)
-    return sorted(set(settings) - used)
+@dataclass(frozen=True)
+class ProblemConfig:
+    """One problem's run: what to optimise (or which session to resume), where sessions go, how
+    prompts are built and how kernels are judged."""
+
+    problem: Path | None = None
+    resume: str | None = None
+    sessions_dir: Path = Path("sessions")
+    budget: int = DEFAULT_BUDGET
+    prompts: Path | None = None
+    candidates: int = 1
+    trajectories: int = 1
+    evaluation: EvalOptions = field(default_factory=EvalOptions)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """An optimize run: the backend scope, the problem scope, and what the front end was asked to do."""
+
+    backend: BackendConfig = field(default_factory=BackendConfig)
+    problem: ProblemConfig = field(default_factory=ProblemConfig)
+    turns: int = 8
+    notes: tuple[str, ...] = ()
+    accept: str | None = None  # "best": commit the best correct kernel at the end (headless)
+    accept_slower: bool = False  # with accept: even one slower than the reference
+    git_init: bool = False
+    json: bool = False
+    inline_editor: bool = False
+    keys: dict[str, str] = field(default_factory=dict)

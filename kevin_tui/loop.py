@@ -1,38 +1,53 @@
-"""The refinement loop, independent of any UI: prompt -> stream -> parse -> evaluate -> feedback.
+"""One trajectory's refinement loop, independent of any UI: prompt -> stream -> parse -> evaluate ->
+feedback, every step recorded in the session as it happens.
 
-An `Agent` runs turns for one trajectory and records every step in the session as it happens.
-The UI (TUI or headless) listens to events and calls the intents: next turn (with a note), retry,
-edit, choose a candidate, stop. It holds no logic of its own.
+An `Agent` does each step when told to; what to do next (which candidate continues, when to
+retry, when a kernel may be evaluated) is the driver's decision (kevin_tui.driver).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
 from kevin_tui.evaluator import Evaluator, Status, Verdict
 from kevin_tui.models.base import Backend, BackendError, Reply, Sampling, StreamEnd
+from kevin_tui.models.tokens import PromptTokens
 from kevin_tui.protocol.feedback import Feedback, feedback_from_verdict, format_error_feedback
 from kevin_tui.protocol.parse import ParsedReply, parse_reply
-from kevin_tui.protocol.prompt import Attempt, Prompt, PromptBuilder, best_attempt
+from kevin_tui.protocol.prompt import Attempt, Prompt, PromptBuilder
 from kevin_tui.protocol.summary import make_attempt, obtain_summary
 from kevin_tui.protocol.templates import Templates
-from kevin_tui.session import Session, SessionWriter
+from kevin_tui.ranking import Score, ranked
+from kevin_tui.session import CandidateRecord, CandidateRef, SessionWriter
+from kevin_tui.session.events import (
+    AttemptEvent,
+    EditEvent,
+    ErrorEvent,
+    EvaluationEvent,
+    Event,
+    KernelEvent,
+    NoteEvent,
+    PromptEvent,
+    ReplyEvent,
+    RetryEvent,
+)
 
-Listener = Callable[[str, dict[str, Any]], None]
-RANK = {
-    s: i
-    for i, s in enumerate(
-        ["correct", "compiled", "incorrect", "rejected", "runtime_error", "timeout", "compile_error", "format_error"]
-    )
-}
+
+@dataclass(frozen=True)
+class Evaluating:
+    """Told to the listener just before a candidate is evaluated."""
+
+    ref: CandidateRef
+
+
+Listener = Callable[[Event | Evaluating], None]
 
 
 @dataclass
 class Candidate:
-    index: int
+    ref: CandidateRef
     reply: Reply
     parsed: ParsedReply
     summary: str | None = None
@@ -40,6 +55,10 @@ class Candidate:
     feedback: Feedback | None = None
     verdict: Verdict | None = None
     edited_code: str | None = None
+
+    @property
+    def index(self) -> int:
+        return self.ref.candidate
 
     @property
     def code(self) -> str | None:
@@ -51,30 +70,36 @@ class Candidate:
 
     @property
     def speedup(self) -> float | None:
-        return self.feedback.speedup if self.feedback and self.feedback.status == "correct" else None
+        return self.verdict.speedup if self.verdict and self.status == "correct" else None
 
-    def rank_key(self) -> tuple[int, float]:
-        return (RANK.get(self.status, len(RANK)), -(self.speedup or 0.0))
+    @property
+    def score(self) -> Score:
+        verdict = self.verdict
+        return Score(self.status, verdict.speedup if verdict else None, verdict.speedup_interval if verdict else None)
 
 
 @dataclass
 class Turn:
+    trajectory: int
     number: int
-    prompt: Prompt
+    prompt: Prompt | None  # None only for a hand edit restored from a schema-1 session
     note: str | None = None
     candidates: list[Candidate] = field(default_factory=list)
-    chosen: int | None = None
+    chosen: int | None = None  # the candidate that entered the history
     failed: str | None = None
     stopped: bool = False
 
     def ranked(self) -> list[Candidate]:
-        return sorted(self.candidates, key=Candidate.rank_key)
+        return ranked(self.candidates, lambda c: c.score)
+
+    @property
+    def edited(self) -> bool:
+        return any(c.edited_code is not None for c in self.candidates)
 
 
 @dataclass
 class LoopConfig:
     candidates: int = 1
-    budget: int = 8192
     sampling: Sampling = field(default_factory=Sampling)
     follow_up_summaries: bool = True
 
@@ -90,6 +115,7 @@ class Agent:
         config: LoopConfig | None = None,
         listener: Listener | None = None,
         trajectory: int = 0,
+        tokens: PromptTokens | None = None,
     ) -> None:
         self.builder = builder
         self.backend = backend
@@ -97,10 +123,12 @@ class Agent:
         self.templates = templates
         self.session = session
         self.config = config or LoopConfig()
-        self.listener = listener or (lambda kind, data: None)
+        self.listener = listener or (lambda event: None)
         self.trajectory = trajectory
+        self.tokens = tokens
         self.attempts: list[Attempt] = []
         self.turns: list[Turn] = []
+        self.live: list[Reply] = []  # the replies streaming now
         self._streams: list[asyncio.Task] = []
 
     # -- state ---------------------------------------------------------------
@@ -109,101 +137,109 @@ class Agent:
     def next_number(self) -> int:
         return max([t.number for t in self.turns] + [a.number for a in self.attempts], default=0) + 1
 
-    @property
-    def best(self) -> Attempt | None:
-        return best_attempt(self.attempts)
+    def record(self, event: Event) -> Event:
+        event = self.session.write(event)
+        self.listener(event)
+        return event
 
-    def record(self, kind: str, **fields: Any) -> None:
-        event = self.session.write(kind, trajectory=self.trajectory, **fields)
-        self.listener(kind, event)
+    def restore(self, records: list[CandidateRecord], prompts: dict[int, PromptEvent]) -> None:
+        """Continue a saved session: its turns and the history exactly as they were."""
+        turns: dict[int, Turn] = {}
+        for record in records:
+            number = record.ref.turn
+            if number not in turns:
+                event = prompts.get(number)
+                prompt = None if event is None else Prompt(
+                    event.text, event.tokens, event.counted_with, event.included, event.dropped, event.over_budget
+                )  # fmt: skip
+                turns[number] = Turn(self.trajectory, number, prompt)
+            turn = turns[number]
+            candidate = _restored_candidate(record)
+            turn.candidates.append(candidate)
+            if record.attempt is not None:
+                turn.chosen = candidate.index
+                attempt = record.attempt
+                self.attempts.append(Attempt(number, attempt.code, attempt.summary, attempt.feedback, attempt.edited))
+        self.turns = sorted(turns.values(), key=lambda t: t.number)
+        self.attempts.sort(key=lambda a: a.number)
 
-    def restore(self, session: Session) -> None:
-        """Continue a saved session: its attempts become the history again."""
-        for event in session.of_type("attempt"):
-            if event.get("trajectory", 0) != self.trajectory:
-                continue
-            feedback = Feedback(**event["feedback"])
-            self.attempts.append(
-                Attempt(event["turn"], event["code"], event["summary"], feedback, event.get("edited", False))
-            )
+    # -- steps -----------------------------------------------------------------
 
-    # -- intents ---------------------------------------------------------------
+    async def build_prompt(self, note: str | None = None) -> Prompt:
+        """Off the event loop: counting tokens may ask the server."""
+        prompt = await asyncio.to_thread(self.builder.build, self.attempts, note)
+        if self.tokens is not None:
+            prompt.counted_with = self.tokens.counted_with
+        return prompt
 
-    async def run_turn(self, note: str | None = None, number: int | None = None) -> Turn:
-        """Prompt, sample N candidates, evaluate each; the caller then chooses one (or retries)."""
-        turn = await self.generate_turn(note, number)
-        await self.evaluate_turn(turn)
-        return turn
-
-    async def generate_turn(self, note: str | None = None, number: int | None = None) -> Turn:
-        """The first half of a turn: prompt, stream, parse, summarise. No GPU work for kernels."""
-        number = number or self.next_number
+    async def generate(self, note: str | None = None) -> Turn:
+        """A new turn: prompt, stream the candidates, parse and summarise them. No kernel is run."""
+        number = self.next_number
         if note:
-            self.record("note", turn=number, text=note)
-        prompt = self.builder.build(self.attempts, note)
-        turn = Turn(number, prompt, note)
+            self.record(NoteEvent(trajectory=self.trajectory, turn=number, text=note))
+        prompt = await self.build_prompt(note)
+        turn = Turn(self.trajectory, number, prompt, note)
         self.turns.append(turn)
         self.record(
-            "prompt",
-            turn=number,
-            tokens=prompt.tokens,
-            counted_with=prompt.counted_with,
-            included=prompt.included,
-            dropped=prompt.dropped,
-            over_budget=prompt.over_budget,
-            text=prompt.text,
-        )
-        try:
-            replies = await self._generate(turn)
-        except BackendError as exc:
-            turn.failed = str(exc)
-            self.record("error", turn=number, message=str(exc))
-            raise
-        for index, reply in enumerate(replies):
-            candidate = Candidate(index, reply, parse_reply(reply.answer))
-            turn.candidates.append(candidate)
-            await self._summarise(turn, candidate)
+            PromptEvent(
+                trajectory=self.trajectory, turn=number, tokens=prompt.tokens, counted_with=prompt.counted_with,
+                included=prompt.included, dropped=prompt.dropped, over_budget=prompt.over_budget, text=prompt.text,
+            )
+        )  # fmt: skip
+        await self._sample(turn)
         return turn
 
-    async def evaluate_turn(self, turn: Turn) -> None:
-        """The second half: build the candidates in parallel, then check and time them one at a time."""
-        sources = [c.code for c in turn.candidates if c.code]
-        if len(sources) > 1:  # build in parallel; run and time one at a time
-            await asyncio.to_thread(self.evaluator.prebuild, sources)
-        for candidate in turn.candidates:
-            await self._evaluate(turn, candidate)
+    async def resample(self, turn: Turn) -> list[Candidate]:
+        """More candidates for a turn from its own prompt (a retry); they join the turn's candidates."""
+        first = len(turn.candidates)
+        self.record(RetryEvent(trajectory=self.trajectory, turn=turn.number, first_candidate=first))
+        turn.stopped, turn.failed = False, None
+        await self._sample(turn)
+        return turn.candidates[first:]
 
-    async def edit(self, code: str, summary: str | None = None) -> Turn:
-        """Evaluate a kernel the user edited by hand; it becomes the next attempt, marked as edited."""
-        base = self.turns[-1].ranked()[0] if self.turns and self.turns[-1].candidates else None
+    async def evaluate(self, candidates: list[Candidate]) -> None:
+        """Build the candidates in parallel, then check and time them one at a time."""
+        sources = [c.code for c in candidates if c.code]
+        if len(sources) > 1:
+            await asyncio.to_thread(self.evaluator.prebuild, sources)
+        for candidate in candidates:
+            await self._evaluate(candidate)
+
+    async def edit(self, code: str, base: Candidate | None = None) -> Turn:
+        """A kernel edited by hand becomes its own turn (candidate 0), to be evaluated and chosen."""
         number = self.next_number
-        turn = Turn(number, self.builder.build(self.attempts))
-        parsed = ParsedReply(code, summary or (base.summary if base else None))
-        candidate = Candidate(0, Reply(complete=True), parsed, parsed.summary, "user", edited_code=code)
-        turn.candidates.append(candidate)
+        prompt = await self.build_prompt()
+        turn = Turn(self.trajectory, number, prompt)
+        parsed = ParsedReply(code, base.summary if base else None)
+        ref = CandidateRef(self.trajectory, number, 0)
+        turn.candidates.append(Candidate(ref, Reply(complete=True), parsed, parsed.summary, "user", edited_code=code))
         self.turns.append(turn)
-        self.record("edit", turn=number, code=code)
-        await self._evaluate(turn, candidate)
-        self.choose(turn, 0)
+        self.record(
+            PromptEvent(
+                trajectory=self.trajectory, turn=number, tokens=prompt.tokens, counted_with=prompt.counted_with,
+                included=prompt.included, dropped=prompt.dropped, over_budget=prompt.over_budget, text=prompt.text,
+            )
+        )  # fmt: skip
+        where = [base.ref.trajectory, base.ref.turn, base.ref.candidate] if base else None
+        self.record(EditEvent(trajectory=self.trajectory, turn=number, code=code, base=where))
         return turn
 
     def choose(self, turn: Turn, index: int) -> Attempt:
-        """The chosen candidate enters the history that later prompts show."""
+        """The candidate enters the history later prompts show, in place of the turn's earlier choice."""
         candidate = turn.candidates[index]
+        assert candidate.feedback is not None, "only an evaluated candidate can be chosen"
         turn.chosen = index
         attempt = make_attempt(
             turn.number, candidate.parsed, candidate.feedback, candidate.summary, candidate.edited_code
         )
-        self.attempts.append(attempt)
+        self.attempts = [a for a in self.attempts if a.number != turn.number] + [attempt]
+        self.attempts.sort(key=lambda a: a.number)
         self.record(
-            "attempt",
-            turn=turn.number,
-            candidate=index,
-            code=attempt.code,
-            summary=attempt.summary,
-            feedback=asdict(attempt.feedback),
-            edited=attempt.edited_by_user,
-        )
+            AttemptEvent(
+                trajectory=self.trajectory, turn=turn.number, candidate=index, code=attempt.code,
+                summary=attempt.summary, feedback=attempt.feedback, edited=attempt.edited_by_user,
+            )
+        )  # fmt: skip
         return attempt
 
     def stop(self) -> None:
@@ -211,40 +247,52 @@ class Agent:
         for task in self._streams:
             task.cancel()
 
-    # -- steps -----------------------------------------------------------------
+    # -- internals ---------------------------------------------------------------
 
-    async def _generate(self, turn: Turn) -> list[Reply]:
+    async def _sample(self, turn: Turn) -> None:
+        first = len(turn.candidates)
+        try:
+            replies = await self._stream(turn, first)
+        except BackendError as exc:
+            turn.failed = str(exc)
+            self.record(ErrorEvent(trajectory=self.trajectory, turn=turn.number, message=str(exc)))
+            raise
+        for offset, reply in enumerate(replies):
+            ref = CandidateRef(self.trajectory, turn.number, first + offset)
+            candidate = Candidate(ref, reply, parse_reply(reply.answer))
+            turn.candidates.append(candidate)
+            await self._summarise(turn, candidate)
+
+    async def _stream(self, turn: Turn, first: int) -> list[Reply]:
+        assert turn.prompt is not None, "a turn without a recorded prompt cannot be sampled"
+        prompt = turn.prompt
         replies = [Reply() for _ in range(self.config.candidates)]
+        self.live = replies
 
-        async def consume(index: int) -> None:
-            async for item in self.backend.stream(turn.prompt.messages, self.config.sampling):
+        async def consume(reply: Reply) -> None:
+            async for item in self.backend.stream(prompt.messages, self.config.sampling):
                 if isinstance(item, StreamEnd):
-                    replies[index].finish(item)
+                    reply.finish(item)
                 else:
-                    replies[index].add(item)
-                    self.listener(
-                        "delta", {"turn": turn.number, "candidate": index, "kind": item.kind, "text": item.text}
-                    )
+                    reply.add(item)
 
-        self._streams = [asyncio.create_task(consume(i)) for i in range(len(replies))]
+        self._streams = [asyncio.create_task(consume(r)) for r in replies]
         try:
             results = await asyncio.gather(*self._streams, return_exceptions=True)
         finally:
             for task in self._streams:
                 task.cancel()
             self._streams = []
-            for index, reply in enumerate(replies):
+            self.live = []
+            for offset, reply in enumerate(replies):
                 self.record(
-                    "reply",
-                    turn=turn.number,
-                    candidate=index,
-                    reasoning=reply.reasoning,
-                    answer=reply.answer,
-                    complete=reply.complete,
-                    finish_reason=reply.end.finish_reason,
-                    prompt_tokens=reply.end.prompt_tokens,
-                    completion_tokens=reply.end.completion_tokens,
-                )
+                    ReplyEvent(
+                        trajectory=self.trajectory, turn=turn.number, candidate=first + offset,
+                        reasoning=reply.reasoning, answer=reply.answer, complete=reply.complete,
+                        finish_reason=reply.end.finish_reason, prompt_tokens=reply.end.prompt_tokens,
+                        completion_tokens=reply.end.completion_tokens,
+                    )
+                )  # fmt: skip
         errors = [r for r in results if isinstance(r, BackendError)]
         if errors and not any(r.complete for r in replies):
             raise errors[0]
@@ -259,31 +307,54 @@ class Agent:
         parsed, reply = candidate.parsed, candidate.reply
         candidate.summary = parsed.summary
         if parsed.code is not None and not parsed.summary and self.config.follow_up_summaries and reply.complete:
+            assert turn.prompt is not None
             candidate.summary, candidate.summary_source = await obtain_summary(
                 self.backend, turn.prompt, reply.answer, reply.reasoning, self.templates, self.config.sampling
             )
         self.record(
-            "kernel",
-            turn=turn.number,
-            candidate=candidate.index,
-            code=parsed.code,
-            error=parsed.error,
-            summary=candidate.summary,
-            summary_source=candidate.summary_source,
-        )
+            KernelEvent(
+                trajectory=self.trajectory, turn=turn.number, candidate=candidate.index, code=parsed.code,
+                error=parsed.error, summary=candidate.summary, summary_source=candidate.summary_source,
+            )
+        )  # fmt: skip
 
-    async def _evaluate(self, turn: Turn, candidate: Candidate) -> None:
+    async def _evaluate(self, candidate: Candidate) -> None:
+        self.listener(Evaluating(candidate.ref))
         if candidate.code is None:
             reason = candidate.parsed.error or "no code"
-            if not candidate.reply.complete and not candidate.edited_code:
+            if not candidate.reply.complete and candidate.edited_code is None:
                 reason = f"generation was stopped before the answer was complete ({reason})"
             candidate.feedback = format_error_feedback(reason)
             verdict = Verdict(Status.FORMAT_ERROR, reason)
         else:
             verdict = await asyncio.to_thread(self.evaluator.evaluate, candidate.code)
             if verdict.details.get("reference_lost"):  # our failure, not the kernel's: once more, fresh
-                self.record("error", turn=turn.number, message=verdict.message)
+                self.record(ErrorEvent(trajectory=self.trajectory, turn=candidate.ref.turn, message=verdict.message,
+                                       source="evaluator"))  # fmt: skip
                 verdict = await asyncio.to_thread(self.evaluator.evaluate, candidate.code)
             candidate.feedback = feedback_from_verdict(verdict)
         candidate.verdict = verdict
-        self.record("evaluation", turn=turn.number, candidate=candidate.index, verdict=verdict.to_dict())
+        ref = candidate.ref
+        self.record(EvaluationEvent(trajectory=ref.trajectory, turn=ref.turn, candidate=ref.candidate, verdict=verdict))
+
+
+def _restored_candidate(record: CandidateRecord) -> Candidate:
+    reply = Reply(complete=True)
+    if record.reply is not None:
+        event = record.reply
+        reply = Reply(event.reasoning, event.answer, StreamEnd(event.finish_reason, event.prompt_tokens,
+                                                               event.completion_tokens), event.complete)  # fmt: skip
+    kernel = record.kernel
+    parsed = ParsedReply(kernel.code, kernel.summary, kernel.error) if kernel else ParsedReply(record.code, None)
+    verdict = record.verdict
+    feedback = record.attempt.feedback if record.attempt else (feedback_from_verdict(verdict) if verdict else None)
+    return Candidate(
+        record.ref,
+        reply,
+        parsed,
+        summary=record.summary,
+        summary_source=kernel.summary_source if kernel else "user",
+        feedback=feedback,
+        verdict=verdict,
+        edited_code=record.edit.code if record.edit else None,
+    )

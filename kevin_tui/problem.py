@@ -12,11 +12,15 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from kevin_tui.errors import EXIT_USAGE, KevinError
+
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 
 
-class ProblemError(Exception):
+class ProblemError(KevinError):
     """The problem file itself is unusable; the message names the file and the fault."""
+
+    exit_code = EXIT_USAGE
 
 
 @dataclass(frozen=True)

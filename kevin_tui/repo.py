@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kevin_tui.errors import KevinError
+
 KERNEL_TRAILER = "Kevin-Kernel"
 FALLBACK_IDENTITY = ("kevin-tui", "kevin-tui@localhost")
 IN_PROGRESS = {
@@ -26,7 +28,7 @@ IN_PROGRESS = {
 ZERO_SHA = "0" * 40
 
 
-class GitProblem(Exception):
+class GitProblem(KevinError):
     """Git could not take the kernel; the message says why and what to do. Nothing was changed."""
 
 
@@ -49,9 +51,29 @@ class AcceptInfo:
 
 @dataclass
 class Accepted:
-    commit: str
+    commit: str | None  # None when only the file was written (no git)
     path: Path
     notice: str = ""
+
+    def summary(self) -> str:
+        if self.commit is None:
+            return f"wrote {self.path} (no git)"
+        return f"committed {self.commit[:10]} ({self.path})" + (f"; {self.notice}" if self.notice else "")
+
+
+def accept_beside(
+    problem_path: Path, source: str, info: AcceptInfo, name: str | None = None, git: bool = True, init: bool = False
+) -> Accepted:
+    """Write an accepted kernel beside its problem module and, unless `git` is False, commit that file
+    alone. Raises GitProblem (NotARepository when there is no repository and `init` is False)."""
+    path = kernel_path_for(problem_path, name)
+    if git:
+        return KernelRepo.find(path, init=init).accept_kernel(path, source, info)
+    try:
+        path.write_text(kernel_file_text(source, info))
+    except OSError as exc:
+        raise GitProblem(f"cannot write {path}: {exc.strerror or exc}") from None
+    return Accepted(None, path)
 
 
 def _git():
@@ -88,8 +110,8 @@ def kernel_file_text(source: str, info: AcceptInfo) -> str:
 
 
 def commit_message(info: AcceptInfo, relative: str) -> str:
+    """Says what the kernel is and how fast, and never calls a slower kernel faster."""
     turn = f" (turn {info.turn})" if info.turn is not None else ""
-    speed = f"{info.speedup:.2f}x vs eager" if info.speedup is not None else "custom kernel"
     trailers = {
         "Session": info.session_id,
         "Turn": info.turn,
@@ -99,9 +121,16 @@ def commit_message(info: AcceptInfo, relative: str) -> str:
         KERNEL_TRAILER: relative,
     }
     body = "\n".join(f"{k}: {v}" for k, v in trailers.items() if v is not None)
-    summary = f"perf({info.module}): Kevin kernel, {speed}{turn}"
-    why = f"Accepted in kevin-tui: {relative} defines ModelNew, a faster {info.module}.Model."
-    return f"{summary}\n\n{why}\n\n{body}\n"
+    if info.speedup is None:
+        summary = f"feat({info.module}): Kevin kernel, speed not measured{turn}"
+        what = f"a replacement for {info.module}.Model (its speed was not measured)"
+    elif info.speedup >= 1:
+        summary = f"perf({info.module}): Kevin kernel, {info.speedup:.2f}x vs eager{turn}"
+        what = f"a faster {info.module}.Model"
+    else:
+        summary = f"feat({info.module}): Kevin kernel, {info.speedup:.2f}x vs eager{turn}"
+        what = f"a replacement for {info.module}.Model, slower than eager PyTorch where it was measured"
+    return f"{summary}\n\nAccepted in kevin-tui: {relative} defines ModelNew, {what}.\n\n{body}\n"
 
 
 class KernelRepo:

@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PROBLEM = REPO.parent / "shared" / "kernelbench" / "level1" / "19_ReLU.py"
-REPLIES = REPO / "examples" / "relu_replies.json"
+PROBLEM = REPO / "kevin_tui" / "demo" / "relu.py"  # the demo's problem (kevin-tui demo replays the same replies)
+REPLIES = REPO / "kevin_tui" / "demo" / "relu_replies.json"
 
 HEAD = '''import torch
 import torch.nn as nn
@@ -111,7 +111,6 @@ REPLIES_DATA = [
 
 
 def main() -> None:
-    REPLIES.parent.mkdir(exist_ok=True)
     REPLIES.write_text(json.dumps(REPLIES_DATA, indent=1) + "\n")
     sessions = REPO / "sessions"
     for old in sessions.glob("*.jsonl"):

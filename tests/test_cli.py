@@ -82,7 +82,7 @@ def test_accept_commits_a_correct_candidate_and_undo_takes_it_back(tmp_path, bui
     accepted = json.loads(result.stdout)["accepted"]
     assert accepted["commit"] and (repo / "relu_kernel.py").exists()
     log = subprocess.run(["git", "log", "--format=%s"], cwd=repo, capture_output=True, text=True).stdout
-    assert log.startswith("perf(relu): Kevin kernel")
+    assert log.startswith("feat(relu): Kevin kernel, speed not measured")  # --no-timing: no claim of speed
     undo = subprocess.run([sys.executable, "-m", "kevin_tui", "undo", str(repo)], capture_output=True, text=True)
     assert undo.returncode == 0 and "removed relu_kernel.py" in undo.stdout
     assert not (repo / "relu_kernel.py").exists()

@@ -1,34 +1,44 @@
+"""The typed run configuration, built once from config files and flags (flags win)."""
+
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from kevin_tui.cli import build_parser
-from kevin_tui.config import ConfigError, apply_config, load_config
+from kevin_tui.arguments import apply_settings, build_parser, run_config
+from kevin_tui.config import ConfigError, load_settings
+from kevin_tui.models.factory import NoModel
 
 
 def test_project_file_overrides_user_file_and_flags_override_both(tmp_path):
     user = tmp_path / "user.toml"
-    user.write_text('model = "user/model"\nbudget = 4096\n[sampling]\ntemperature = 0.6\n')
+    user.write_text('model = "user/model"\nbudget = 4096\ndevice = "cpu"\n[sampling]\ntemperature = 0.6\n')
     project = tmp_path / "kevin-tui.toml"
     project.write_text('server = "http://gpu:8000"\nbudget = 6000\n[keys]\ncontinue = "space"\n')
-    config = load_config([user, project])
+    settings = load_settings([user, project])
     parser = build_parser()
-    assert apply_config(parser, config) == []
-    args = parser.parse_args(["optimize", "p.py"])
-    assert (args.model, args.server, args.budget, args.temperature) == ("user/model", "http://gpu:8000", 6000, 0.6)
-    assert config["keys"] == {"continue": "space"}
-    assert parser.parse_args(["optimize", "p.py", "--budget", "100"]).budget == 100
+    assert apply_settings(parser, settings) == []
+    config = run_config(parser.parse_args(["optimize", "p.py"]), settings)
+    assert (config.backend.model, config.backend.server, config.problem.budget) == (
+        "user/model",
+        "http://gpu:8000",
+        6000,
+    )
+    assert config.backend.sampling.temperature == 0.6 and config.problem.evaluation.device == "cpu"
+    assert config.keys == {"continue": "space"} and config.problem.problem == Path("p.py")
+    assert config.backend.resolved_backend() == "openai"
+    flags = run_config(parser.parse_args(["optimize", "p.py", "--budget", "100", "--eval-device", "cuda:1"]), settings)
+    assert flags.problem.budget == 100 and flags.problem.evaluation.device == "cuda:1"
 
 
 def test_unknown_settings_are_reported_and_broken_files_are_errors(tmp_path):
     bad = tmp_path / "kevin-tui.toml"
     bad.write_text("budget = \n")
     with pytest.raises(ConfigError, match=r"kevin-tui\.toml"):
-        load_config([bad])
+        load_settings([bad])
     bad.write_text("colour = 'blue'\n")
-    assert apply_config(build_parser(), load_config([bad])) == ["colour"]
+    assert apply_settings(build_parser(), load_settings([bad])) == ["colour"]
 
 
 def test_the_cli_reads_the_project_file(tmp_path):
@@ -37,3 +47,16 @@ def test_the_cli_reads_the_project_file(tmp_path):
     result = subprocess.run([sys.executable, "-m", "kevin_tui", "sessions", "--sessions-dir", str(tmp_path)],
                             capture_output=True, text=True, cwd=tmp_path, env=env)  # fmt: skip
     assert "ignoring unknown setting 'nonsense'" in result.stderr
+
+
+def test_without_a_gpu_or_a_server_no_backend_is_chosen(monkeypatch):
+    monkeypatch.setattr("kevin_tui.models.factory.has_gpu", lambda: False)
+    parser = build_parser()
+    for flags in ([], ["--backend", "transformers"]):
+        config = run_config(parser.parse_args(["optimize", "p.py", *flags]), load_settings([]))
+        with pytest.raises(NoModel, match="--server URL") as caught:
+            config.backend.resolved_backend()
+        assert caught.value.exit_code == 2
+    small = run_config(parser.parse_args(["optimize", "p.py", "--backend", "transformers", "--model", "/m"]),
+                       load_settings([]))  # fmt: skip
+    assert small.backend.resolved_backend() == "transformers"

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from kevin_tui.session import load_session
-from tests.conftest import PROBLEMS, RELU, candidate
+from kevin_tui.session.events import AcceptEvent, AttemptEvent, ErrorEvent, EvaluationEvent, PromptEvent, ReplyEvent
+from tests.conftest import PROBLEMS, RELU, candidate, has_cuda_device
 
 THINKING = "Let me think about memory coalescing. SECRET-CHAIN-OF-THOUGHT " * 20
 
@@ -64,13 +65,13 @@ def test_three_turns_with_scripted_replies(tmp_path, script, build_cache, monkey
     assert [t["status"] for t in turns] == ["format_error", "incorrect", "correct"]
     assert [t["turn"] for t in turns] == [1, 2, 3] and turns[2]["speedup"] > 0
     session = only_session(tmp_path)
-    assert session.header["problem"]["sha256"] and session.header["backend"] == "scripted"
+    assert session.header.problem["sha256"] and session.header.backend == "scripted"
     assert session.state == "finished" and session.best_speedup == turns[2]["speedup"]
-    prompts = [e["text"] for e in session.of_type("prompt")]
+    prompts = [e.text for e in session.of_type(PromptEvent)]
     assert "Your answer could not be used: the reply has no code block" in prompts[1]
     assert "The code ran but its output is wrong" in prompts[2]
     assert all("SECRET-CHAIN-OF-THOUGHT" not in p for p in prompts)  # reasoning is saved, never resent
-    assert "SECRET-CHAIN-OF-THOUGHT" in session.of_type("reply")[0]["reasoning"]
+    assert "SECRET-CHAIN-OF-THOUGHT" in session.of_type(ReplyEvent)[0].reasoning
 
     replay = subprocess.run([sys.executable, "-m", "kevin_tui", "replay", str(session.path), "--headless", "--json"],
                             capture_output=True, text=True)  # fmt: skip
@@ -91,12 +92,12 @@ def test_notes_and_resume_continue_the_history(tmp_path, script, build_cache, mo
     assert second.returncode == 0, second.stderr
     assert second.stdout.startswith("turn 2:")
     session = only_session(tmp_path)
-    last_prompt = session.of_type("prompt")[-1]["text"]
+    last_prompt = session.of_type(PromptEvent)[-1].text
     assert (
         "### Attempt 1" in last_prompt
         and "A note from the user for this attempt: Use a grid-stride loop." in last_prompt
     )
-    assert [e["turn"] for e in session.of_type("attempt")] == [1, 2]
+    assert [e.turn for e in session.of_type(AttemptEvent)] == [1, 2]
 
 
 def test_parallel_candidates_are_ranked_and_the_best_goes_on(tmp_path, script, build_cache, monkeypatch):
@@ -108,9 +109,9 @@ def test_parallel_candidates_are_ranked_and_the_best_goes_on(tmp_path, script, b
     (turn,) = json_lines(result.stdout)
     assert turn["status"] == "correct"
     session = only_session(tmp_path)
-    statuses = sorted(e["verdict"]["status"] for e in session.of_type("evaluation"))
+    statuses = sorted(e.verdict.status.value for e in session.of_type(EvaluationEvent))
     assert statuses == ["correct", "format_error", "incorrect"]
-    assert session.of_type("attempt")[0]["candidate"] == turn["candidate"]
+    assert session.of_type(AttemptEvent)[0].candidate == turn["candidate"]
 
 
 def test_sigkill_mid_stream_keeps_the_session_and_resume_works(tmp_path, script, build_cache):
@@ -135,7 +136,7 @@ def test_sigkill_mid_stream_keeps_the_session_and_resume_works(tmp_path, script,
         f.write('{"type": "reply", "turn": 1, "reason')  # a write cut off by the kill
     session = load_session(files[0])
     assert session.state == "interrupted" and "incomplete" in session.warning
-    assert session.of_type("prompt") and not session.of_type("evaluation")
+    assert session.of_type(PromptEvent) and not session.of_type(EvaluationEvent)
     resumed = optimize(tmp_path, "--turns", "1", "--resume", session.id, "--backend", "scripted", "--script",
                        str(script(reply("relu_torch.py"))))  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr
@@ -150,7 +151,7 @@ def test_an_unreachable_server_fails_clearly_and_keeps_nothing_broken(tmp_path, 
     assert result.returncode == 1 and "cannot reach the model server" in result.stderr
     assert "Traceback" not in result.stderr
     session = only_session(tmp_path)
-    assert session.of_type("error") and "--resume" in result.stderr
+    assert session.of_type(ErrorEvent) and f"--resume {session.id}" in result.stderr
 
 
 def test_a_broken_problem_fails_before_any_model(tmp_path):
@@ -193,10 +194,10 @@ def test_several_trajectories_side_by_side(tmp_path, script, build_cache, monkey
     turns = json_lines(result.stdout)
     assert [(t["trajectory"], t["turn"]) for t in turns] == [(0, 1), (1, 1), (0, 2), (1, 2)]
     session = only_session(tmp_path)
-    assert session.header["trajectories"] == 2
-    second_prompts = [e for e in session.of_type("prompt") if e["turn"] == 2]
-    assert {e["trajectory"] for e in second_prompts} == {0, 1}
-    by_trajectory = {e["trajectory"]: e["text"] for e in second_prompts}
+    assert session.header.trajectories == 2
+    second_prompts = [e for e in session.of_type(PromptEvent) if e.turn == 2]
+    assert {e.trajectory for e in second_prompts} == {0, 1}
+    by_trajectory = {e.trajectory: e.text for e in second_prompts}
     assert by_trajectory[0] != by_trajectory[1]  # each chain sees only its own history
     replay = subprocess.run([sys.executable, "-m", "kevin_tui", "replay", str(session.path), "--headless", "--json"],
                             capture_output=True, text=True)  # fmt: skip
@@ -212,13 +213,15 @@ def test_accept_best_commits_the_fastest_correct_kernel_and_records_it(tmp_path,
     problem = project / "relu.py"
     problem.write_text(RELU.read_text())
     replies = script(reply("relu_torch.py"), reply("slightly_wrong.py"))
-    result = optimize(tmp_path, "--turns", "2", "--accept", "best", "--git-init", "--backend", "scripted",
-                      "--script", str(replies), problem=problem)  # fmt: skip
+    result = optimize(tmp_path, "--turns", "2", "--accept", "best", "--accept-slower", "--git-init", "--backend",
+                      "scripted", "--script", str(replies), problem=problem)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "accepted turn 1" in result.stderr
-    (accept,) = only_session(tmp_path).of_type("accept")
+    session = only_session(tmp_path)
+    (accept,) = session.of_type(AcceptEvent)
+    assert session.state == "finished"  # the accept is recorded before the end
     log = subprocess.run(["git", "log", "--format=%H %s"], cwd=project, capture_output=True, text=True).stdout
-    assert log.startswith(accept["commit"]) and "(turn 1)" in log
+    assert log.startswith(accept.commit) and "(turn 1)" in log
     assert "Session: " in subprocess.run(["git", "log", "-1", "--format=%B"], cwd=project, capture_output=True,
                                          text=True).stdout  # fmt: skip
 
@@ -237,12 +240,27 @@ def test_resume_when_the_problem_file_is_gone_uses_the_recorded_source(tmp_path,
     assert "is gone since the session began" in resumed.stderr and resumed.stdout.startswith("turn 2:")
 
 
-def test_an_event_written_after_close_is_still_saved(tmp_path):
-    from kevin_tui.session import SessionWriter
+def test_a_slower_best_kernel_is_not_accepted_headless_without_accept_slower(tmp_path, script, build_cache,
+                                                                             monkeypatch):  # fmt: skip
+    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+    problem = tmp_path / "relu.py"
+    problem.write_text(RELU.read_text())
+    result = optimize(tmp_path, "--turns", "1", "--accept", "best", "--backend", "scripted", "--script",
+                      str(script(reply("relu_slow.py"))), "--timing-trials", "20", problem=problem)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "not accepted" in result.stderr and "--accept-slower" in result.stderr
+    assert not (tmp_path / "relu_kernel.py").exists() and not only_session(tmp_path).of_type(AcceptEvent)
 
-    writer = SessionWriter(tmp_path / "s.jsonl", {"id": "x"})
-    writer.write("prompt", turn=1)
-    writer.close()
-    writer.write("reply", turn=1)  # a worker winding down after the app closed the session
-    writer.close()
-    assert [e["type"] for e in load_session(tmp_path / "s.jsonl").events] == ["prompt", "reply"]
+
+@pytest.mark.skipif(has_cuda_device(), reason="checks what a machine without a GPU says")
+def test_without_a_gpu_or_a_server_it_says_what_to_do_at_once(tmp_path):
+    started = time.monotonic()
+    result = optimize(tmp_path, "--turns", "1", timeout=60)
+    assert result.returncode == 2 and time.monotonic() - started < 20
+    assert (
+        "--server URL" in result.stderr
+        and "kevin-tui demo" in result.stderr
+        and "--backend transformers" in result.stderr
+    )
+    assert "saved" not in result.stderr and "Traceback" not in result.stderr and "retry" not in result.stderr.lower()
+    assert not (tmp_path / "sessions").exists()

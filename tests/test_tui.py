@@ -4,24 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from kevin_tui.cli import build_parser
+from kevin_tui.arguments import build_parser, run_config
+from kevin_tui.config import Settings
 from kevin_tui.session import load_session
+from kevin_tui.session.events import AcceptEvent, AttemptEvent, EditEvent, PromptEvent, ReplyEvent
 from kevin_tui.tui.app import KevinApp
 from tests.conftest import RELU, candidate
 
 SIZE = (100, 32)
 
 
-def reply(name: str | None, reasoning: str = "Thinking about coalesced loads. " * 10) -> dict:
+def reply(name: str | None, reasoning: str = "Thinking about coalesced loads. " * 10, marker: str = "") -> dict:
     if name is None:
         return {"reasoning": reasoning, "answer": "No code this time."}
-    return {"reasoning": reasoning, "answer": f"```python\n{candidate(name)}```\nSummary of turn."}
+    code = candidate(name) + (f"# {marker}\n" if marker else "")
+    return {"reasoning": reasoning, "answer": f"```python\n{code}```\nSummary of turn."}
 
 
 @pytest.fixture
@@ -30,16 +34,27 @@ def make_app(tmp_path, build_cache, monkeypatch):
     monkeypatch.delenv("EDITOR", raising=False)
     monkeypatch.delenv("VISUAL", raising=False)
 
-    def make(*replies: dict, rate: float = 0.0, problem: Path = RELU) -> KevinApp:
+    def make(*replies: dict, rate: float = 0.0, problem: Path = RELU, flags: tuple[str, ...] = ("--inline-editor",),
+             ) -> KevinApp:  # fmt: skip
         script = tmp_path / "script.json"
         script.write_text(json.dumps(list(replies)))
         args = build_parser().parse_args([
             "optimize", str(problem), "--device", "cpu", "--no-timing", "--backend", "scripted", "--script",
-            str(script), "--script-rate", str(rate), "--sessions-dir", str(tmp_path / "sessions"), "--inline-editor",
+            str(script), "--script-rate", str(rate), "--sessions-dir", str(tmp_path / "sessions"), *flags,
         ])  # fmt: skip
-        return KevinApp(args=args)
+        return KevinApp(config=run_config(args, Settings()))
 
     return make
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    directory = tmp_path / "proj"
+    directory.mkdir()
+    (directory / "relu.py").write_text(RELU.read_text())
+    return directory
 
 
 async def wait_for(pilot, condition, timeout: float = 120.0) -> None:
@@ -49,8 +64,26 @@ async def wait_for(pilot, condition, timeout: float = 120.0) -> None:
         await pilot.pause(0.1)
 
 
+def settled(app: KevinApp, rows: int, trajectory: int = 0) -> bool:
+    """The driver is idle and the timeline shows `rows` rows (rows mount asynchronously)."""
+    return (
+        app.driver is not None
+        and not app.driver.busy()
+        and len(app.views(trajectory)) == rows
+        and len(app.query("#turns Label")) == rows
+    )
+
+
+def labels(app: KevinApp) -> list[str]:
+    return [str(label.render()) for label in app.query("#turns Label")]
+
+
+def screen_text(app: KevinApp) -> str:
+    return app.export_screenshot().replace("&#160;", " ")
+
+
 def session_of(app: KevinApp):
-    return load_session(app.run_state.writer.path)
+    return load_session(app.driver.session_path)
 
 
 def test_first_turn_starts_at_once_and_continue_runs_the_next(make_app):
@@ -58,21 +91,36 @@ def test_first_turn_starts_at_once_and_continue_runs_the_next(make_app):
 
     async def run():
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: len(app.views) == 1 and not app.busy)
-            assert app.views[0].status == "incorrect"
+            await wait_for(pilot, lambda: settled(app, 1))
+            assert app.views()[0].status == "incorrect"
             await pilot.press("c")
-            await wait_for(pilot, lambda: len(app.views) == 2 and not app.busy)
-            assert app.views[1].status == "correct"
-            await wait_for(pilot, lambda: len(app.query("#turns Label")) == 2)  # rows mount asynchronously
-            labels = [str(label.render()) for label in app.query("#turns Label")]
-            assert labels[1].startswith("*✓")
+            await wait_for(pilot, lambda: settled(app, 2))
+            assert app.views()[1].status == "correct" and labels(app)[1].startswith("*✓")
             await pilot.press("q")
-        return app
 
-    app = asyncio.run(run())
+    asyncio.run(run())
     session = session_of(app)
-    assert [e["turn"] for e in session.of_type("attempt")] == [1]  # turn 2 not chosen before quitting
+    assert [e.turn for e in session.of_type(AttemptEvent)] == [1]  # turn 2 not chosen before quitting
     assert session.state == "stopped"
+
+
+def test_continue_while_a_turn_runs_says_why_not(make_app):
+    long = {"reasoning": "a very long chain of thought " * 300, "answer": "no code"}
+    app = make_app(long, rate=200)
+
+    async def run():
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.driver is not None and app.driver.busy())
+            await wait_for(pilot, lambda: labels(app) == [" ⟳   1        running"])  # the running turn has a row
+            await pilot.press("c")
+            await pilot.pause()
+            assert any("already running" in str(n.message) for n in app._notifications)
+            await pilot.press("s")
+            await wait_for(pilot, lambda: settled(app, 1))
+            await pilot.press("q")
+
+    asyncio.run(run())
+    assert len(session_of(app).of_type(PromptEvent)) == 1
 
 
 def test_note_reaches_the_next_prompt(make_app):
@@ -80,16 +128,16 @@ def test_note_reaches_the_next_prompt(make_app):
 
     async def run():
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: len(app.views) == 1 and not app.busy)
+            await wait_for(pilot, lambda: settled(app, 1))
             await pilot.press("n")
             await pilot.pause()
             await pilot.press(*"use float4")
             await pilot.press("enter")
-            await wait_for(pilot, lambda: len(app.views) == 2 and not app.busy)
+            await wait_for(pilot, lambda: settled(app, 2))
             await pilot.press("q")
 
     asyncio.run(run())
-    prompt = session_of(app).of_type("prompt")[-1]["text"]
+    prompt = session_of(app).of_type(PromptEvent)[-1].text
     assert "A note from the user for this attempt: use float4" in prompt
 
 
@@ -98,19 +146,21 @@ def test_edit_with_the_inline_editor_is_evaluated_as_the_users_attempt(make_app)
 
     async def run():
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: len(app.views) == 1 and not app.busy)
+            await wait_for(pilot, lambda: settled(app, 1))
             await pilot.press("e")
             await pilot.pause()
             editor = app.screen.query_one("#editor")
             editor.text = editor.text.replace(" * 1.001", "")
             await pilot.press("ctrl+s")
-            await wait_for(pilot, lambda: len(app.views) == 2 and not app.busy)
-            assert app.views[1].edited and app.views[1].status == "correct"
+            await wait_for(pilot, lambda: settled(app, 2))
+            assert app.views()[1].edited and app.views()[1].status == "correct"
             await pilot.press("q")
 
     asyncio.run(run())
     session = session_of(app)
-    assert session.of_type("edit") and session.of_type("attempt")[-1]["edited"] is True
+    assert session.of_type(EditEvent) and [(a.number, a.edited_by_user) for a in session.history(0)] == [
+        (1, False), (2, True),
+    ]  # fmt: skip
 
 
 def test_stop_mid_stream_keeps_what_arrived(make_app):
@@ -119,40 +169,82 @@ def test_stop_mid_stream_keeps_what_arrived(make_app):
 
     async def run():
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.busy and app.streaming is not None and len(app.streaming.reasoning) > 200)
+            await wait_for(pilot, lambda: app.driver is not None and len(getattr(app.driver.live(0), "reasoning",
+                                                                                    "")) > 200)  # fmt: skip
+            await pilot.pause(0.2)
+            assert "a very long chain of thought" in screen_text(app)  # the live tail is on screen
             await pilot.press("s")
-            await wait_for(pilot, lambda: not app.busy and len(app.views) == 1)
-            assert app.views[0].status == "format_error"
+            await wait_for(pilot, lambda: settled(app, 1))
+            assert app.views()[0].status == "format_error"
             await pilot.press("q")
 
     asyncio.run(run())
-    saved = session_of(app).of_type("reply")[0]
-    assert saved["complete"] is False and saved["reasoning"].startswith("a very long chain of thought")
+    saved = session_of(app).of_type(ReplyEvent)[0]
+    assert saved.complete is False and saved.reasoning.startswith("a very long chain of thought")
 
 
-def test_accept_commits_into_a_git_repo_and_undo_takes_it_back(make_app, tmp_path, monkeypatch):
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    project = tmp_path / "proj"
-    project.mkdir()
+def test_accept_commits_into_a_git_repo_and_undo_takes_it_back(make_app, project):
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
-    problem = project / "relu.py"
-    problem.write_text(RELU.read_text())
-    app = make_app(reply("relu_torch.py"), problem=problem)
+    app = make_app(reply("relu_torch.py"), problem=project / "relu.py")
 
     async def run():
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: len(app.views) == 1 and not app.busy)
+            await wait_for(pilot, lambda: settled(app, 1))
             await pilot.press("a")
             await wait_for(pilot, lambda: (project / "relu_kernel.py").exists())
-            await wait_for(pilot, lambda: bool(session_of(app).of_type("accept")))
+            await wait_for(pilot, lambda: bool(session_of(app).of_type(AcceptEvent)))
             await pilot.press("u")
             await wait_for(pilot, lambda: not (project / "relu_kernel.py").exists())
             await pilot.press("q")
 
     asyncio.run(run())
-    (accept,) = session_of(app).of_type("accept")
-    assert accept["commit"] and accept["turn"] == 1
+    (accept,) = session_of(app).of_type(AcceptEvent)
+    assert accept.commit and accept.turn == 1
+
+
+def test_accepting_a_candidate_that_did_not_continue_commits_that_one(make_app, project):
+    """Regression: the app used to commit its turn's chosen candidate instead."""
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    app = make_app(reply("relu_torch.py", marker="candidate A"), reply("relu_torch.py", marker="candidate B"),
+                   problem=project / "relu.py", flags=("--candidates", "2"))  # fmt: skip
+
+    async def run():
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: settled(app, 2))
+            await pilot.press("c")  # candidate 1.1 continues
+            await wait_for(pilot, lambda: settled(app, 4))
+            await pilot.press("home", "down")  # back to 1.2
+            await pilot.pause()
+            assert app.query_one("Timeline").selected().ref.candidate == 1
+            await pilot.press("a")
+            await wait_for(pilot, lambda: (project / "relu_kernel.py").exists())
+            await pilot.press("q")
+
+    asyncio.run(run())
+    assert "# candidate B" in (project / "relu_kernel.py").read_text()
+    assert session_of(app).history(0)[0].code.endswith("# candidate A\n")
+
+
+def test_outside_a_repository_the_whole_git_init_question_is_shown(make_app, project):
+    app = make_app(reply("relu_torch.py"), problem=project / "relu.py")
+
+    async def run():
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: settled(app, 1))
+            await pilot.press("a")
+            await wait_for(pilot, lambda: bool(app.screen.query("#question")))
+            await pilot.pause()
+            question = app.screen.query_one("#question")
+            assert "or use --no-git to only write the kernel file" in str(question.render())
+            dialog = app.screen.query_one(".dialog")
+            assert dialog.content_region.contains_region(question.region)  # wrapped inside, not cut off
+            assert question.region.height >= 3
+            await pilot.press("y")
+            await wait_for(pilot, lambda: (project / "relu_kernel.py").exists())
+            await pilot.press("q")
+
+    asyncio.run(run())
+    assert (project / ".git").exists()
 
 
 def test_a_broken_problem_is_shown_in_the_app_not_as_a_traceback(make_app):
@@ -170,6 +262,22 @@ def test_a_broken_problem_is_shown_in_the_app_not_as_a_traceback(make_app):
     asyncio.run(run())
 
 
+def test_the_evaluation_shows_its_phase_and_elapsed_seconds(make_app):
+    app = make_app(reply("relu_torch.py"))
+    seen: set[str] = set()
+
+    async def run():
+        async with app.run_test(size=SIZE) as pilot:
+            while not settled(app, 1):
+                text = str(app.query_one("#evaluation").render())
+                seen.update(re.findall(r"(reference|build|check|judge)… \d+ s", text))
+                await pilot.pause(0.05)
+            await pilot.press("q")
+
+    asyncio.run(run())
+    assert "reference" in seen and seen & {"build", "check", "judge"}
+
+
 def test_replay_is_read_only_and_walks_the_turns():
     example = Path(__file__).parents[1] / "sessions" / "example-relu.jsonl"
     app = KevinApp(session=load_session(example))
@@ -177,77 +285,126 @@ def test_replay_is_read_only_and_walks_the_turns():
     async def run():
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.pause()
-            assert len(app.views) == 4
+            assert len(app.views()) == 4
             await pilot.press("b")
             await pilot.pause()
-            assert app.selected().status == "correct" and app.selected().speedup == max(
-                v.speedup or 0 for v in app.views
-            )
+            selected = app.query_one("Timeline").selected()
+            assert selected.status == "correct" and selected.speedup == max(v.speedup or 0 for v in app.views())
             assert app.check_action("continue_turn", ()) is False
             await pilot.press("d")
             await pilot.pause()
             assert app.query_one("TabbedContent").active == "tab-diff"
-            assert "+++ this turn" in app.export_screenshot().replace("&#160;", " ")  # the diff header is on screen
+            assert "+++ this turn" in screen_text(app)  # the diff header is on screen
             await pilot.press("q")
 
     asyncio.run(run())
 
 
-def test_an_unexpected_worker_failure_is_shown_and_the_app_lives_on(make_app, monkeypatch):
+def test_an_unexpected_failure_is_shown_and_the_app_lives_on(make_app, monkeypatch):
     app = make_app(reply("relu_torch.py"))
 
-    async def boom(self, *args, **kwargs):
+    async def boom(self, note=None):
         raise RuntimeError("evaluator exploded")
 
-    monkeypatch.setattr("kevin_tui.loop.Agent.run_turn", boom)
+    monkeypatch.setattr("kevin_tui.loop.Agent.generate", boom)
 
     async def run():
         async with app.run_test(size=SIZE) as pilot:
             await wait_for(pilot, lambda: any("evaluator exploded" in str(n.message) for n in app._notifications))
-            assert app.is_running and not app.busy
+            assert app.is_running and not app.driver.busy()
             await pilot.press("q")
 
     asyncio.run(run())
 
 
-def test_with_several_candidates_the_selected_one_continues(make_app, tmp_path):
-    app = make_app(reply("relu_torch.py"), reply("slightly_wrong.py"), reply("relu_torch.py"))
-    app.args.candidates = 2
+def test_with_several_candidates_the_selected_one_continues(make_app):
+    app = make_app(reply("relu_torch.py"), reply("slightly_wrong.py"), reply("relu_torch.py"),
+                   flags=("--candidates", "2"))  # fmt: skip
 
     async def run():
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: len(app.views) == 2 and not app.busy)
-            assert [v.status for v in app.views] == ["correct", "incorrect"]  # ranked, best first
-            await wait_for(pilot, lambda: len(app.query("#turns Label")) == 2)
-            labels = [str(label.render()) for label in app.query("#turns Label")]
-            assert "1.1" in labels[0].split() and "1.2" in labels[1].split()  # turn.candidate
+            await wait_for(pilot, lambda: settled(app, 2))
+            assert [v.status for v in app.views()] == ["correct", "incorrect"]  # ranked, best first
+            assert "1.1" in labels(app)[0].split() and "1.2" in labels(app)[1].split()  # turn.candidate
             await pilot.press("down")  # pick the worse one on purpose
             await pilot.pause()
-            assert app.selected().status == "incorrect"
+            assert app.query_one("Timeline").selected().status == "incorrect"
             await pilot.press("c")
-            await wait_for(pilot, lambda: len(app.views) >= 3 and not app.busy)
+            await wait_for(pilot, lambda: settled(app, 4))
             await pilot.press("q")
 
     asyncio.run(run())
-    (attempt,) = session_of(app).of_type("attempt")
-    assert attempt["turn"] == 1 and attempt["feedback"]["status"] == "incorrect"
+    (attempt,) = session_of(app).of_type(AttemptEvent)
+    assert attempt.turn == 1 and attempt.feedback.status == "incorrect"
+
+
+def test_trajectories_side_by_side_switch_and_steer_one(make_app):
+    app = make_app(reply("slightly_wrong.py"), reply("relu_torch.py"), flags=("--trajectories", "2"))
+
+    async def run():
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: settled(app, 1, 0) and settled(app, 1, 1))  # both started at once
+            strip = str(app.query_one("#trajectories").render())
+            assert "1" in strip and "2" in strip
+            await pilot.press("]")
+            await pilot.pause()
+            assert app.trajectory == 1
+            await pilot.press("c")  # only trajectory 2 goes on
+            await wait_for(pilot, lambda: settled(app, 2, 1))
+            assert len(app.views(0)) == 1
+            await pilot.press("C")  # then all of them
+            await wait_for(pilot, lambda: settled(app, 3, 1) and len(app.views(0)) == 2)
+            await pilot.press("q")
+
+    asyncio.run(run())
+    session = session_of(app)
+    assert sorted((e.trajectory, e.turn) for e in session.of_type(PromptEvent)) == [
+        (0, 1), (0, 2), (1, 1), (1, 2), (1, 3),
+    ]  # fmt: skip
 
 
 def test_edit_in_editor_with_a_stand_in_editor(make_app, tmp_path, monkeypatch):
     editor = tmp_path / "fake-editor"
     editor.write_text("#!/bin/sh\nsed -i 's/ \\* 1.001//' \"$1\"\n")
     editor.chmod(0o755)
-    app = make_app(reply("slightly_wrong.py"))
-    app.args.inline_editor = False
+    app = make_app(reply("slightly_wrong.py"), flags=())
     monkeypatch.setenv("EDITOR", str(editor))
 
     async def run():
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: len(app.views) == 1 and not app.busy)
+            await wait_for(pilot, lambda: settled(app, 1))
             await pilot.press("e")
-            await wait_for(pilot, lambda: len(app.views) == 2 and not app.busy)
-            assert app.views[1].edited and app.views[1].status == "correct"
+            await wait_for(pilot, lambda: settled(app, 2))
+            assert app.views()[1].edited and app.views()[1].status == "correct"
             await pilot.press("q")
 
     asyncio.run(run())
-    assert "1.001" not in session_of(app).of_type("edit")[0]["code"]
+    assert "1.001" not in session_of(app).of_type(EditEvent)[0].code
+
+
+def test_a_resumed_session_shows_its_turns_and_waits_for_the_user(make_app, tmp_path):
+    app = make_app(reply("slightly_wrong.py"), reply("relu_torch.py"))
+
+    async def first():
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: settled(app, 1))
+            await pilot.press("q")
+
+    asyncio.run(first())
+    args = build_parser().parse_args(["optimize", "--resume", "last", "--device", "cpu", "--no-timing", "--backend",
+                                      "scripted", "--script", str(tmp_path / "script.json"), "--sessions-dir",
+                                      str(tmp_path / "sessions")])  # fmt: skip
+    resumed = KevinApp(config=run_config(args, Settings()))
+
+    async def second():
+        async with resumed.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: settled(resumed, 1))
+            await pilot.pause(0.3)
+            assert resumed.views()[0].status == "incorrect" and not resumed.driver.busy()
+            await pilot.press("c")
+            await wait_for(pilot, lambda: settled(resumed, 2))
+            await pilot.press("q")
+
+    asyncio.run(second())
+    session = session_of(resumed)
+    assert [e.turn for e in session.of_type(PromptEvent)] == [1, 2] and [a.number for a in session.history(0)] == [1]

@@ -6,6 +6,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from kevin_tui.errors import KevinError
+
 DEFAULT_MODEL = "cognition-ai/Kevin-32B"
 # Kevin was evaluated at temperature 0.9 (QwQ's card suggests 0.6 / top_p 0.95 for the base model):
 # Kevin's RL policy was trained and measured with the higher temperature, so that is the default.
@@ -14,8 +16,13 @@ DEFAULT_TOP_P = 0.95
 DEFAULT_MAX_TOKENS = 16384  # Kevin was trained with 16-22k token responses
 
 
-class BackendError(Exception):
+class BackendError(KevinError):
     """The model could not be reached or failed; the message says what to do."""
+
+
+# How a backend counts prompt tokens: with the model's tokenizer in-process, by asking the server
+# (vLLM's /tokenize), or not at all (then prompts are estimated).
+TokenCounting = Literal["model", "server", "none"]
 
 
 @dataclass
@@ -67,13 +74,15 @@ class Reply:
 class Backend(Protocol):
     name: str
     model: str
+    token_counting: TokenCounting
 
     def stream(self, messages: list[dict[str, str]], sampling: Sampling) -> AsyncIterator[Delta | StreamEnd]:
         """Yield Deltas as they arrive, then one StreamEnd. Closing the iterator cancels generation."""
         ...
 
     def count_tokens(self, text: str) -> int | None:
-        """Tokens in `text` by the model's tokenizer, or None when it cannot tell."""
+        """Tokens in `text` by the model's tokenizer, or None when it cannot tell. May block (a
+        request to the server): call it off the event loop."""
         ...
 
     async def aclose(self) -> None: ...

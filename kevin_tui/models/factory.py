@@ -1,30 +1,39 @@
-"""Choosing and opening a backend from the command line or config.
+"""Choosing and opening a backend: the backend scope, which one model server or in-process model
+that any number of problems may share.
 
 `--backend vllm` (the default where there is a GPU) manages a local `vllm serve` and talks to it as
 an OpenAI-compatible server; `--server URL` (or `--backend openai`) talks to one already running;
-`--backend transformers` runs the model in-process.
+`--backend transformers` runs the model in-process. Without a GPU and without a server there is no
+way to run Kevin-32B: that is said at once (`NoModel`), before anything is loaded.
 """
 
 from __future__ import annotations
 
-import argparse
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kevin_tui.models.base import (
-    DEFAULT_MAX_TOKENS,
-    DEFAULT_MODEL,
-    DEFAULT_TEMPERATURE,
-    DEFAULT_TOP_P,
-    Backend,
-    BackendError,
-    Sampling,
-)
+from kevin_tui.errors import EXIT_USAGE
+from kevin_tui.models.base import DEFAULT_MODEL, Backend, BackendError, Sampling
 from kevin_tui.models.vllm_server import ProgressFn, VllmConfig, VllmServer
 
 BACKENDS = ("auto", "vllm", "openai", "transformers", "scripted")
+NO_MODEL_HELP = """\
+  --server URL                          an OpenAI-compatible server running Kevin-32B (e.g. vllm serve on a GPU machine)
+  --backend transformers --model DIR    a small local model, on the CPU
+  kevin-tui demo                        the app on a shipped problem with recorded replies, offline"""
+
+
+class NoModel(BackendError):
+    """No way to run the model was given or found here; nothing was started."""
+
+    exit_code = EXIT_USAGE
+
+
+def has_gpu() -> bool:
+    return Path("/dev/nvidia0").exists()
 
 
 @dataclass
@@ -43,44 +52,16 @@ class BackendConfig:
     script_rate: float = 0.0
 
     def resolved_backend(self) -> str:
-        if self.backend != "auto":
-            return self.backend
-        if self.server:
-            return "openai"
-        return "vllm" if Path("/dev/nvidia0").exists() else "transformers"
-
-
-def add_backend_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("model")
-    group.add_argument("--backend", choices=BACKENDS, default="auto",
-                       help="auto: openai with --server, vllm with a GPU, else transformers")  # fmt: skip
-    group.add_argument("--model", default=DEFAULT_MODEL, help=f"model id or local directory (default {DEFAULT_MODEL})")
-    group.add_argument("--server", metavar="URL", help="an OpenAI-compatible server (API key from KEVIN_TUI_API_KEY)")
-    group.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
-    group.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE)
-    group.add_argument("--top-p", type=float, default=DEFAULT_TOP_P)
-    group.add_argument("--sampling-seed", type=int, default=None)
-    group.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm: GPUs to shard the model over")
-    group.add_argument("--gpu-memory-utilization", type=float, default=0.85, help="vllm: fraction of GPU memory")
-    group.add_argument("--port", type=int, default=8000, help="vllm: port of the managed server")
-    group.add_argument("--keep-server", action="store_true", help="vllm: leave the server running on exit")
-    group.add_argument("--script", type=Path, help="scripted: a JSON list of {reasoning, answer} replies to replay")
-    group.add_argument("--script-rate", type=float, default=0.0, help="scripted: chunks per second (0: at once)")
-
-
-def backend_config_from(args: argparse.Namespace) -> BackendConfig:
-    return BackendConfig(
-        backend=args.backend,
-        model=args.model,
-        server=args.server,
-        sampling=Sampling(args.temperature, args.top_p, args.max_tokens, args.sampling_seed),
-        tensor_parallel_size=args.tensor_parallel_size,
-        gpu_memory_utilization=args.gpu_memory_utilization,
-        port=args.port,
-        keep_server=args.keep_server,
-        script=args.script,
-        script_rate=args.script_rate,
-    )
+        """The backend to use; raises NoModel where none can work (checked before anything starts)."""
+        kind = self.backend
+        if kind == "auto":
+            kind = "openai" if self.server else "vllm" if has_gpu() else "none"
+        if kind == "none" or (kind == "transformers" and self.model == DEFAULT_MODEL and not has_gpu()):
+            raise NoModel(
+                f"no GPU here and no model server given: {DEFAULT_MODEL} (about 66 GB) cannot run on this "
+                f"machine's CPU, so nothing was started. Use one of:\n{NO_MODEL_HELP}"
+            )
+        return kind
 
 
 @asynccontextmanager
@@ -97,7 +78,7 @@ async def open_backend(config: BackendConfig, progress: ProgressFn | None = None
     if kind == "transformers":
         from kevin_tui.models.transformers_backend import TransformersBackend
 
-        backend: Backend = TransformersBackend(config.model)
+        backend: Backend = await asyncio.to_thread(TransformersBackend, config.model)  # loading takes a while
         try:
             yield backend
         finally:

@@ -37,6 +37,7 @@ def _reasoning_of(delta: Any) -> str | None:
 
 class OpenAIBackend:
     name = "openai"
+    token_counting = "server"  # vLLM's /tokenize; a server without it falls back to the estimate
 
     def __init__(self, server: str, model: str, starts_in_reasoning: bool = True, timeout_s: float = 600.0) -> None:
         try:

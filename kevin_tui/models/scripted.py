@@ -19,6 +19,7 @@ CHUNK_CHARS = 12
 
 class ScriptedBackend:
     name = "scripted"
+    token_counting = "none"
 
     def __init__(self, script: Path, rate: float = 0.0) -> None:
         try:

@@ -18,6 +18,7 @@ from kevin_tui.models.think import ThinkSplitter
 
 class TransformersBackend:
     name = "transformers"
+    token_counting = "model"
 
     def __init__(self, model: str, device: str = "auto", starts_in_reasoning: bool = True) -> None:
         try:

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from kevin_tui.protocol.feedback import Feedback
 from kevin_tui.protocol.templates import Templates
+from kevin_tui.ranking import Score, best_correct
 
 DEFAULT_BUDGET = 8192
 NO_CODE = "# (no usable code could be extracted from this answer)"
@@ -72,10 +73,15 @@ class Prompt:
         return [{"role": "user", "content": self.text}]
 
 
+def attempt_score(attempt: Attempt) -> Score:
+    feedback = attempt.feedback
+    low, high = getattr(feedback, "speedup_low", None), getattr(feedback, "speedup_high", None)
+    return Score(feedback.status, feedback.speedup, [low, high] if low is not None and high is not None else None)
+
+
 def best_attempt(attempts: list[Attempt]) -> Attempt | None:
-    """The fastest correct attempt (a correct one that was not timed counts as 0x)."""
-    correct = [a for a in attempts if a.correct]
-    return max(correct, key=lambda a: a.correct_speedup or 0.0) if correct else None
+    """The best correct attempt by the one ranking rule (kevin_tui.ranking)."""
+    return best_correct(attempts, attempt_score)
 
 
 class PromptBuilder:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import difflib
-from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.syntax import Syntax
@@ -48,7 +47,7 @@ def diff_renderable(old: str | None, new: str | None, label: str, theme: str = T
     return Syntax(diff or "(identical)", "diff", theme=theme)
 
 
-def verdict_renderable(verdict: dict[str, Any]) -> RenderableType:
-    if not verdict:
+def verdict_renderable(verdict: Verdict | None) -> RenderableType:
+    if verdict is None:
         return Text("Not evaluated yet.", style="italic")
-    return Text(render_report(Verdict.from_dict(verdict)))
+    return Text(render_report(verdict))

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Input, Label, TextArea
+from textual.widgets import Input, Label, Static, TextArea
 
 
 class NoteScreen(ModalScreen[str | None]):
@@ -40,6 +40,8 @@ class EditScreen(ModalScreen[str | None]):
 
 
 class ConfirmScreen(ModalScreen[bool]):
+    """A yes/no question; the whole question wraps inside the dialog, however long."""
+
     BINDINGS = [Binding("y", "dismiss(True)", "Yes"), Binding("n,escape", "dismiss(False)", "No")]
 
     def __init__(self, question: str) -> None:
@@ -48,5 +50,5 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self.question)
+            yield Static(self.question, id="question", markup=False)
             yield Label("[b]y[/b] yes   [b]n[/b] no")

@@ -1,0 +1,198 @@
+"""The command line's flags, and the typed configuration built from them and the config files.
+
+This module and cli.py are the only ones that know argparse: everything below gets a `RunConfig`
+(kevin_tui.config) or an `EvalOptions`, built here once, and never sees the Namespace.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kevin_tui.config import ProblemConfig, RunConfig, Settings
+from kevin_tui.evaluator.cli_options import add_eval_options, options_from, positive_int
+from kevin_tui.models.base import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, DEFAULT_TEMPERATURE, DEFAULT_TOP_P, Sampling
+from kevin_tui.models.factory import BACKENDS, BackendConfig
+from kevin_tui.protocol.prompt import DEFAULT_BUDGET
+
+EVAL_EPILOG = """\
+exit codes: 0 correct; 3 compiled (built, but no CUDA device to run it);
+1 any other verdict; 2 the problem file is unusable; 4 this machine cannot
+evaluate it (CPU-only torch, no nvcc, no such device)."""
+
+
+def add_backend_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("model")
+    group.add_argument("--backend", choices=BACKENDS, default="auto",
+                       help="auto: openai with --server, vllm with a GPU; without either, say what to do")  # fmt: skip
+    group.add_argument("--model", default=DEFAULT_MODEL, help=f"model id or local directory (default {DEFAULT_MODEL})")
+    group.add_argument("--server", metavar="URL", help="an OpenAI-compatible server (API key from KEVIN_TUI_API_KEY)")
+    group.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
+    group.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE)
+    group.add_argument("--top-p", type=float, default=DEFAULT_TOP_P)
+    group.add_argument("--sampling-seed", type=int, default=None)
+    group.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm: GPUs to shard the model over")
+    group.add_argument("--gpu-memory-utilization", type=float, default=0.85, help="vllm: fraction of GPU memory")
+    group.add_argument("--port", type=int, default=8000, help="vllm: port of the managed server")
+    group.add_argument("--keep-server", action="store_true", help="vllm: leave the server running on exit")
+    group.add_argument("--script", type=Path, help="scripted: a JSON list of {reasoning, answer} replies to replay")
+    group.add_argument("--script-rate", type=float, default=0.0, help="scripted: chunks per second (0: at once)")
+
+
+def add_prompt_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="prompt token budget (default 8192)")
+    parser.add_argument("--prompts", type=Path, default=None, help="a directory of prompt templates to use")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kevin-tui", description="Interactive GPU-kernel refinement with Kevin-32B.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p_demo = sub.add_parser(
+        "demo",
+        help="the app offline: a shipped problem, recorded Kevin replies, real builds on the CPU",
+        description="Open the app on a shipped ReLU problem in a temporary git repository, with Kevin-format "
+        "replies replayed by the scripted backend and the real evaluator on the CPU: watch a build, a "
+        "check and a timing, continue, and accept a kernel. Needs no GPU, model or network.",
+    )
+    p_demo.add_argument("--dir", type=Path, help="where to put the demo repository (default: a new temporary one)")
+    p_demo.add_argument("--script-rate", type=float, default=60.0, help="chunks streamed per second (default 60)")
+
+    p_eval = sub.add_parser(
+        "eval",
+        help="judge one candidate kernel against its reference",
+        description="Build, check and time CANDIDATE (defines ModelNew) against PROBLEM (defines Model, "
+        "get_inputs, get_init_inputs), in an isolated worker process.",
+        epilog=EVAL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p_eval.add_argument("problem", help="the reference module (KernelBench form)")
+    p_eval.add_argument("candidate", help="the candidate module defining ModelNew")
+    add_eval_options(p_eval)
+    p_eval.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    accept = p_eval.add_argument_group("accepting a correct candidate")
+    accept.add_argument(
+        "--accept", action="store_true", help="if correct, write it beside the problem module and commit it alone"
+    )
+    accept.add_argument("--kernel-name", metavar="FILE", help="kernel file name (default: <module>_kernel.py)")
+    accept.add_argument("--no-git", action="store_true", help="only write the kernel file")
+    accept.add_argument("--git-init", action="store_true", help="create a git repository if there is none")
+
+    p_ask = sub.add_parser(
+        "ask",
+        help="one turn: prompt Kevin with PROBLEM and stream the reply",
+        description="Build the first-turn prompt for PROBLEM, stream the reasoning (stderr) and the answer "
+        "(stdout), and parse the kernel. The quickest check that a model server works with kevin-tui.",
+    )
+    p_ask.add_argument("problem", help="the reference module (KernelBench form)")
+    add_backend_options(p_ask)
+    add_prompt_options(p_ask)
+    p_ask.add_argument("--save", metavar="FILE", help="write the parsed kernel to FILE")
+
+    p_opt = sub.add_parser(
+        "optimize",
+        help="refine a kernel for PROBLEM turn by turn (--headless: without the TUI)",
+        description="Kevin proposes, kevin-tui builds, checks and times, and the history feeds the next turn. "
+        "Every step is saved to a session file as it happens.",
+    )
+    p_opt.add_argument("problem", nargs="?", help="the reference module (KernelBench form)")
+    p_opt.add_argument("--headless", action="store_true", help="run --turns turns without asking anything")
+    p_opt.add_argument("--inline-editor", action="store_true", help="TUI: edit kernels inside the app, not in $EDITOR")
+    p_opt.add_argument("--turns", type=positive_int, default=8, help="headless: turns to run (default 8)")
+    p_opt.add_argument("--candidates", type=positive_int, default=1, help="replies sampled per turn; the best goes on")
+    p_opt.add_argument(
+        "--trajectories",
+        type=positive_int,
+        default=1,
+        help="independent chains refined side by side (Kevin's evaluation ran 16)",
+    )
+    p_opt.add_argument("--note", action="append", help="headless: a note for the next turn (repeat for later turns)")
+    p_opt.add_argument("--resume", metavar="ID", help="continue a session: its id, 'last', or its file")
+    p_opt.add_argument("--sessions-dir", type=Path, default=Path("sessions"), help="where sessions are saved")
+    p_opt.add_argument("--json", action="store_true", help="headless: one JSON object per turn")
+    p_opt.add_argument("--accept", choices=["best"], help="headless: commit the best correct kernel at the end")
+    p_opt.add_argument(
+        "--accept-slower", action="store_true", help="with --accept: even if it is slower than the reference"
+    )
+    p_opt.add_argument("--git-init", action="store_true", help="with --accept: create a git repository if needed")
+    add_prompt_options(p_opt)
+    add_eval_options(p_opt, device_aliases=("--eval-device",))
+    add_backend_options(p_opt)
+
+    p_replay = sub.add_parser("replay", help="walk through a saved session (no model, no GPU needed)")
+    p_replay.add_argument("file", type=Path, help="a session file (sessions/<id>.jsonl)")
+    p_replay.add_argument("--headless", action="store_true", help="print the turns instead of opening the TUI")
+    p_replay.add_argument("--json", action="store_true", help="one JSON object per turn")
+    p_replay.add_argument("--reeval", action="store_true", help="re-run every kernel here; old and new side by side")
+    p_replay.add_argument("--device", default="auto")
+
+    p_sessions = sub.add_parser("sessions", help="list saved sessions")
+    p_sessions.add_argument("--sessions-dir", type=Path, default=Path("sessions"))
+
+    p_undo = sub.add_parser(
+        "undo",
+        help="take back the last accepted kernel",
+        description="Remove the last kevin-tui commit, only while it is still HEAD and its kernel file is "
+        "unchanged, and put the kernel file back as it was (deleted if it was new). Nothing else moves.",
+    )
+    p_undo.add_argument("path", nargs="?", type=Path, default=Path("."), help="a path inside the repository")
+
+    p_cache = sub.add_parser("cache", help="show or clean the build cache (builds and precompiled headers)")
+    p_cache.add_argument("--clean", choices=["builds", "pch", "all"], help="remove that part of the cache")
+    p_cache.add_argument("--cache-dir", type=Path, default=None, help="the cache to use (default ~/.cache/kevin-tui)")
+    return parser
+
+
+def apply_settings(parser: argparse.ArgumentParser, settings: Settings) -> list[str]:
+    """Config-file values become the defaults of every subcommand that has the option (flags still
+    win); returns the settings no subcommand knows. argparse has no public list of a parser's
+    options, hence `_actions` (here, and nowhere below the command line)."""
+    used: set[str] = set()
+    subcommands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for sub in subcommands.choices.values():
+        dests = {a.dest for a in sub._actions}
+        known = {k: v for k, v in settings.values.items() if k in dests}
+        sub.set_defaults(**known)
+        used.update(known)
+    return sorted(set(settings.values) - used)
+
+
+def backend_config(args: argparse.Namespace) -> BackendConfig:
+    return BackendConfig(
+        backend=args.backend,
+        model=args.model,
+        server=args.server,
+        sampling=Sampling(args.temperature, args.top_p, args.max_tokens, args.sampling_seed),
+        tensor_parallel_size=args.tensor_parallel_size,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        port=args.port,
+        keep_server=args.keep_server,
+        script=args.script,
+        script_rate=args.script_rate,
+    )
+
+
+def run_config(args: argparse.Namespace, settings: Settings) -> RunConfig:
+    """The typed configuration of an `optimize` run, built once."""
+    problem = ProblemConfig(
+        problem=Path(args.problem) if args.problem else None,
+        resume=args.resume,
+        sessions_dir=Path(args.sessions_dir),
+        budget=args.budget,
+        prompts=args.prompts,
+        candidates=args.candidates,
+        trajectories=args.trajectories,
+        evaluation=options_from(args),
+    )
+    return RunConfig(
+        backend=backend_config(args),
+        problem=problem,
+        turns=args.turns,
+        notes=tuple(args.note or ()),
+        accept=args.accept,
+        accept_slower=args.accept_slower,
+        git_init=args.git_init,
+        json=args.json,
+        inline_editor=args.inline_editor,
+        keys=dict(settings.keys),
+    )

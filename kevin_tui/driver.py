@@ -1,0 +1,459 @@
+"""The driver: every decision of a run, behind intents that any front end calls.
+
+The TUI, headless mode (and batch mode) send intents — continue (one trajectory or all, with a
+note), select, retry, edit, accept, undo, stop, close — and render the reports the driver sends
+back; they decide nothing. The driver decides:
+
+- which candidate continues: the one the user selected in the latest turn, else the best by the
+  one ranking rule (kevin_tui.ranking); it enters the history when the next turn starts;
+- retry: the latest turn is sampled again from its own prompt, the new candidates join the turn,
+  and whichever is chosen replaces the turn's earlier choice (the history never holds a turn twice);
+- edit: the edited kernel becomes its own turn, after the kernel it was edited from;
+- accept: exactly the candidate asked for, only if correct; a kernel slower than the reference, or
+  a directory that is not a repository, is a question for the user first;
+- scheduling: trajectories run side by side; generation and evaluation share the device through a
+  gate (kevin_tui.device_gate);
+- the session's stop and end events.
+
+Reports may come from worker threads (evaluation progress): a front end's reporter must be
+thread-safe (Textual's post_message is).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from kevin_tui.config import RunConfig
+from kevin_tui.device_gate import DeviceGate
+from kevin_tui.loop import Agent, Candidate, Evaluating, Turn
+from kevin_tui.models.base import BackendError, Reply
+from kevin_tui.models.factory import open_backend
+from kevin_tui.ranking import best_correct
+from kevin_tui.repo import AcceptInfo, GitProblem, KernelRepo, NotARepository, accept_beside
+from kevin_tui.run import Run, open_problem, open_run
+from kevin_tui.session import CandidateRef
+from kevin_tui.session.events import AcceptEvent, EndEvent, ErrorEvent, Event, PromptEvent, StopEvent, UndoEvent
+from kevin_tui.views import CandidateView, views_of_turns
+
+FIRST_BUILD_HINT = "first build on this machine: precompiling headers, about a minute"
+NEW_FLAGS_HINT = "precompiling headers for these compiler flags, about a minute"
+Severity = Literal["information", "warning", "error"]
+
+
+# -- reports ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelStarting:
+    elapsed_s: float
+    line: str
+
+
+@dataclass(frozen=True)
+class Ready:
+    """The run is open: reference run, model reachable, session file written."""
+
+
+@dataclass(frozen=True)
+class TurnStarted:
+    trajectory: int
+    turn: int
+    kind: Literal["turn", "retry", "edit"] = "turn"
+
+
+@dataclass(frozen=True)
+class PromptBuilt:
+    trajectory: int
+    turn: int
+    tokens: int
+    budget: int
+
+
+@dataclass(frozen=True)
+class Phase:
+    """The evaluator moved to a phase (reference, build, check, judge, time, done) at `started`
+    (time.monotonic())."""
+
+    ref: CandidateRef | None
+    name: str
+    detail: str
+    started: float
+
+
+@dataclass(frozen=True)
+class TurnEnded:
+    """A trajectory is idle again; `turn` is None when the turn failed before it had one."""
+
+    trajectory: int
+    turn: int | None
+    outcome: Literal["done", "stopped", "failed"]
+
+
+@dataclass(frozen=True)
+class Notice:
+    message: str
+    severity: Severity = "information"
+
+
+Report = ModelStarting | Ready | TurnStarted | PromptBuilt | Phase | TurnEnded | Notice
+Reporter = Callable[[Report], None]
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What a status line shows."""
+
+    model: str
+    backend: str
+    device: str
+    budget: int
+    session: Path
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What came of an accept or undo: done, refused, or a question (`ask`) to put to the user
+    before calling again with the matching permission."""
+
+    message: str
+    ok: bool = True
+    ask: Literal["slower", "git_init"] | None = None
+
+
+# -- the driver -----------------------------------------------------------------
+
+
+@dataclass
+class Track:
+    """One trajectory: its agent, the task running its turn, and the user's selection."""
+
+    agent: Agent
+    task: asyncio.Task | None = None
+    selected: int | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+    @property
+    def latest(self) -> Turn | None:
+        return self.agent.turns[-1] if self.agent.turns else None
+
+
+class Driver:
+    def __init__(self, config: RunConfig, report: Reporter) -> None:
+        self.config = config
+        self.report = report
+        self.run: Run | None = None
+        self.tracks: list[Track] = []
+        self.gate = DeviceGate(exclusive=False)
+        self._evaluating: CandidateRef | None = None
+        self._ended = False  # a stop or end event is written
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, config: RunConfig, report: Reporter) -> AsyncIterator[Driver]:
+        """Problem (reference run), backend, session and agents; raises KevinError if the run cannot start.
+        On exit, running turns are stopped and a stop event is written unless the run ended."""
+        driver = cls(config, report)
+        backend_kind = config.backend.resolved_backend()
+        async with open_problem(config.problem, driver._on_progress) as scope:
+            for notice in scope.notices:
+                report(Notice(notice, "warning"))
+
+            def starting(elapsed: float, line: str) -> None:
+                report(ModelStarting(elapsed, line))
+
+            async with (
+                open_backend(config.backend, starting) as backend,
+                open_run(scope, backend, config.backend.sampling, driver._on_loop_event) as run,
+            ):
+                driver.run = run
+                driver.tracks = [Track(agent) for agent in run.agents]
+                driver.gate = DeviceGate(exclusive=backend_kind in ("vllm", "transformers"))
+                report(Ready())
+                try:
+                    yield driver
+                except (asyncio.CancelledError, KeyboardInterrupt):
+                    await driver._wind_down("interrupted")
+                    raise
+                except BaseException:
+                    await driver._wind_down("error")
+                    raise
+                await driver._wind_down("quit")
+
+    # -- queries ---------------------------------------------------------------
+
+    @property
+    def session_path(self) -> Path:
+        assert self.run is not None
+        return self.run.writer.path
+
+    @property
+    def trajectories(self) -> int:
+        return len(self.tracks)
+
+    @property
+    def info(self) -> RunInfo:
+        assert self.run is not None
+        run = self.run
+        device = run.scope.environment.get("gpu") or run.scope.environment.get("device", "?")
+        return RunInfo(run.backend.model, run.backend.name, device, self.config.problem.budget, run.writer.path)
+
+    def busy(self, trajectory: int | None = None) -> bool:
+        tracks = self.tracks if trajectory is None else [self.tracks[trajectory]]
+        return any(t.busy for t in tracks)
+
+    def live(self, trajectory: int) -> Reply | None:
+        """The first candidate's reply while it streams."""
+        replies = self.tracks[trajectory].agent.live
+        return replies[0] if replies else None
+
+    def views(self, trajectory: int) -> list[CandidateView]:
+        return views_of_turns(self.tracks[trajectory].agent.turns)
+
+    def turn(self, trajectory: int, number: int) -> Turn | None:
+        return next((t for t in self.tracks[trajectory].agent.turns if t.number == number), None)
+
+    def candidate(self, ref: CandidateRef) -> Candidate | None:
+        turn = self.turn(ref.trajectory, ref.turn)
+        return next((c for c in turn.candidates if c.index == ref.candidate), None) if turn else None
+
+    def best(self) -> CandidateRef | None:
+        """The best candidate of every trajectory, by the one ranking rule."""
+        candidates = [c for t in self.tracks for turn in t.agent.turns for c in turn.candidates]
+        best = best_correct(candidates, lambda c: c.score)
+        return best.ref if best else None
+
+    def continuing(self, trajectory: int) -> Candidate | None:
+        """The candidate of the latest turn that the next turn would continue from."""
+        track = self.tracks[trajectory]
+        turn = track.latest
+        if turn is None or not turn.candidates:
+            return None
+        index = track.selected if track.selected is not None else turn.chosen
+        return turn.candidates[index] if index is not None else turn.ranked()[0]
+
+    def build_log(self) -> Path | None:
+        return self.run.evaluator.last_log if self.run else None
+
+    def build_hint(self) -> str | None:
+        """Why a build is slow, when it is one of the slow ones: torch's headers are being precompiled
+        (once per set of compiler flags; read from the build cache's precompiled-header store)."""
+        store = self.config.problem.evaluation.cache_dir / "pch"
+        if not any(store.glob("*/*.gch")):
+            return FIRST_BUILD_HINT
+        if any(store.glob("*/*.gch.*")):  # one being written
+            return NEW_FLAGS_HINT
+        return None
+
+    # -- intents -----------------------------------------------------------------
+
+    def continue_(self, note: str | None = None, trajectory: int | None = None) -> str | None:
+        """Start the next turn of one trajectory, or of every idle one; returns why not, if not."""
+        targets = self.tracks if trajectory is None else [self.tracks[trajectory]]
+        idle = [t for t in targets if not t.busy]
+        if not idle:
+            return "a turn is already running (s stops it)"
+        for track in idle:
+            self._start(track, self._next_turn(track, note))
+        if len(idle) < len(targets):
+            running = ", ".join(str(t.agent.trajectory + 1) for t in targets if t.busy)
+            return f"trajectory {running} is still running; the others continue"
+        return None
+
+    def retry(self, trajectory: int) -> str | None:
+        track = self.tracks[trajectory]
+        turn = track.latest
+        if track.busy:
+            return "a turn is already running (s stops it)"
+        if turn is None or turn.prompt is None:
+            return "nothing to retry yet" if turn is None else "this hand edit has no recorded prompt to sample"
+        self._start(track, self._retry(track, turn))
+        return None
+
+    def edit(self, ref: CandidateRef, code: str) -> str | None:
+        track = self.tracks[ref.trajectory]
+        if track.busy:
+            return "a turn is already running (s stops it)"
+        self._start(track, self._edit(track, self.candidate(ref), code))
+        return None
+
+    def select(self, ref: CandidateRef) -> None:
+        """The user is looking at this candidate: if it belongs to its trajectory's latest turn, it is
+        the one that continues."""
+        track = self.tracks[ref.trajectory]
+        if track.latest is not None and track.latest.number == ref.turn:
+            track.selected = ref.candidate
+
+    def stop(self, trajectory: int | None = None) -> None:
+        for track in self.tracks if trajectory is None else [self.tracks[trajectory]]:
+            track.agent.stop()
+
+    async def accept(self, ref: CandidateRef, slower_ok: bool = False, git_init: bool = False) -> Outcome:
+        """Commit exactly this candidate's kernel beside the problem; the session records the outcome."""
+        assert self.run is not None
+        candidate = self.candidate(ref)
+        if candidate is None or candidate.status != "correct" or not candidate.code:
+            return Outcome("only a correct kernel can be accepted", ok=False)
+        speedup = candidate.speedup
+        if speedup is not None and speedup < 1 and not slower_ok:
+            return Outcome(
+                f"turn {ref.turn} is slower than the reference ({speedup:.2f}x vs eager). Accept it anyway?",
+                ok=False,
+                ask="slower",
+            )
+        run = self.run
+        verdict = candidate.verdict
+        info = AcceptInfo(
+            module=run.problem.path.stem,
+            speedup=speedup,
+            speedup_compile=verdict.speedup_compile if verdict else None,
+            device=run.scope.environment.get("gpu") or run.evaluator.device,
+            model=run.backend.model,
+            session_id=run.scope.session_id,
+            turn=ref.turn,
+        )
+        where = {"trajectory": ref.trajectory, "turn": ref.turn, "candidate": ref.candidate, "speedup": speedup}
+        try:
+            accepted = await asyncio.to_thread(accept_beside, run.problem.path, candidate.code, info, init=git_init)
+        except NotARepository as exc:
+            return Outcome(f"{exc}\n\nCreate a git repository there now?", ok=False, ask="git_init")
+        except GitProblem as exc:
+            run.writer.write(AcceptEvent(**where, error=str(exc)))
+            return Outcome(f"not accepted: {exc} (the kernel is in the session)", ok=False)
+        run.writer.write(AcceptEvent(**where, commit=accepted.commit, path=str(accepted.path)))
+        turn = self.turn(ref.trajectory, ref.turn)
+        which = f"turn {ref.turn}" + (f".{ref.candidate + 1}" if turn and len(turn.candidates) > 1 else "")
+        return Outcome(f"accepted {which}: {accepted.summary()}")
+
+    async def undo(self) -> Outcome:
+        """Take back the last accepted kernel, if it is still HEAD and untouched."""
+        assert self.run is not None
+        try:
+            message = await asyncio.to_thread(lambda: KernelRepo.find(self.run.problem.path).undo())
+        except GitProblem as exc:
+            return Outcome(f"cannot undo: {exc}", ok=False)
+        self.run.writer.write(UndoEvent(message=message))
+        return Outcome(message)
+
+    async def accept_best(self, slower_ok: bool = False, git_init: bool = False) -> Outcome:
+        best = self.best()
+        if best is None:
+            return Outcome("no correct kernel to accept", ok=False)
+        return await self.accept(best, slower_ok, git_init)
+
+    async def advance(self, note: str | None = None) -> list[Turn]:
+        """One turn of every trajectory, side by side, awaited (headless and batch mode); the first
+        failure is raised, and closing the driver stops the other trajectories."""
+        for track in self.tracks:
+            track.task = asyncio.create_task(self._next_turn(track, note))
+        return list(await asyncio.gather(*(t.task for t in self.tracks if t.task is not None)))
+
+    async def finish(self) -> None:
+        """The run is over: each latest turn's default choice enters the history; an end event."""
+        for track in self.tracks:
+            await self._settle(track)
+        assert self.run is not None
+        best = self.best()
+        candidate = self.candidate(best) if best else None
+        turns = max((t.latest.number for t in self.tracks if t.latest), default=0)
+        self.run.writer.write(EndEvent(turns=turns, best_speedup=candidate.speedup if candidate else None))
+        self._ended = True
+
+    # -- the work ------------------------------------------------------------------
+
+    def _start(self, track: Track, work: Coroutine[Any, Any, Turn]) -> None:
+        track.task = asyncio.create_task(self._guarded(track, work))
+
+    async def _guarded(self, track: Track, work: Coroutine[Any, Any, Turn]) -> None:
+        """A turn started by an intent: failures become reports, never exceptions in the front end."""
+        trajectory = track.agent.trajectory
+        turn: Turn | None = None
+        try:
+            turn = await work
+        except BackendError as exc:
+            self.report(Notice(f"turn failed: {exc} (the session is kept)", "error"))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug or a broken environment: shown, and the app lives on
+            self.report(Notice(f"trajectory {trajectory + 1} failed: {type(exc).__name__}: {exc}", "error"))
+        finally:
+            outcome = "failed" if turn is None else "stopped" if turn.stopped else "done"
+            self.report(TurnEnded(trajectory, turn.number if turn else None, outcome))
+
+    async def _settle(self, track: Track) -> None:
+        """The latest turn's chosen candidate (the selection, else the best) enters the history."""
+        turn = track.latest
+        if turn is None or not turn.candidates:
+            return
+        unjudged = [c for c in turn.candidates if c.feedback is None]  # a resumed, interrupted turn
+        if unjudged:
+            async with self.gate.evaluating():
+                await track.agent.evaluate(unjudged)
+        index = self.continuing(track.agent.trajectory).index
+        if index != turn.chosen:
+            track.agent.choose(turn, index)
+        track.selected = None
+
+    async def _next_turn(self, track: Track, note: str | None) -> Turn:
+        agent = track.agent
+        await self._settle(track)
+        self.report(TurnStarted(agent.trajectory, agent.next_number))
+        async with self.gate.generating():
+            turn = await agent.generate(note)
+        async with self.gate.evaluating():
+            await agent.evaluate(turn.candidates)
+        return turn
+
+    async def _retry(self, track: Track, turn: Turn) -> Turn:
+        self.report(TurnStarted(track.agent.trajectory, turn.number, "retry"))
+        async with self.gate.generating():
+            new = await track.agent.resample(turn)
+        async with self.gate.evaluating():
+            await track.agent.evaluate(new)
+        track.selected = None
+        return turn
+
+    async def _edit(self, track: Track, base: Candidate | None, code: str) -> Turn:
+        agent = track.agent
+        latest = track.latest
+        if base is not None and latest is not None and base in latest.candidates and latest.chosen is None:
+            track.selected = base.index
+            await self._settle(track)  # the kernel edited from enters the history first
+        turn = await agent.edit(code, base)
+        self.report(TurnStarted(agent.trajectory, turn.number, "edit"))
+        async with self.gate.evaluating():
+            await agent.evaluate(turn.candidates)
+        agent.choose(turn, 0)
+        return turn
+
+    async def _wind_down(self, reason: str = "quit") -> None:
+        tasks = [t.task for t in self.tracks if t.busy]
+        self.stop()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self.run is not None and not self._ended:
+            self.run.writer.write(StopEvent(reason=reason))
+            self._ended = True
+
+    # -- what the loop and the evaluator tell us ---------------------------------------
+
+    def _on_loop_event(self, event: Event | Evaluating) -> None:
+        if isinstance(event, Evaluating):
+            self._evaluating = event.ref
+        elif isinstance(event, PromptEvent):
+            self.report(PromptBuilt(event.trajectory, event.turn, event.tokens, self.config.problem.budget))
+        elif isinstance(event, ErrorEvent) and event.source == "evaluator":  # backend errors end the turn
+            self.report(Notice(f"{event.message}; judging it again", "warning"))
+
+    def _on_progress(self, phase: str, detail: str) -> None:
+        """From the evaluator's thread."""
+        self.report(Phase(self._evaluating if phase != "reference" else None, phase, detail, time.monotonic()))

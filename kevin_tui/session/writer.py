@@ -1,0 +1,69 @@
+"""The one writer of a session file: appends typed events, each flushed before `write` returns.
+
+Threads write too (git accepts, evaluator progress), so appends are serialised by a lock. A crash,
+SIGKILL or Ctrl-C loses at most the event being written; reopening an interrupted file cuts a line
+that a kill left half-written before appending.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import secrets
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from kevin_tui.session.events import Event, Header, to_record
+from kevin_tui.session.reader import SessionError
+
+E = TypeVar("E", bound=Event)
+
+
+def new_session_id() -> str:
+    return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+
+
+class SessionWriter:
+    """Appends events to a session file; a new file is created with its header when opened."""
+
+    def __init__(self, path: Path, header: Header | None = None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        new = not path.exists() or path.stat().st_size == 0
+        if new and header is None:
+            raise SessionError(f"{path}: a new session needs a header")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not new:
+            _repair_tail(path)
+        self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the session's life
+        if header is not None and new:
+            self._append(to_record(header))
+
+    def _append(self, record: dict[str, Any]) -> None:
+        if self.file.closed:  # a late event (a worker winding down after close): still saved
+            self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+        self.file.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self.file.flush()
+
+    def write(self, event: E) -> E:
+        """Stamp the event with the time, append it, and return it."""
+        event = dataclasses.replace(event, time=round(time.time(), 3))
+        with self._lock:
+            self._append(to_record(event))
+        return event
+
+    def close(self) -> None:
+        with self._lock:
+            if not self.file.closed:
+                self.file.close()
+
+
+def _repair_tail(path: Path) -> None:
+    """Before appending to an interrupted session, drop a last line that was cut off mid-write."""
+    with open(path, "rb+") as f:
+        data = f.read()
+        if data and not data.endswith(b"\n"):
+            f.truncate(data.rfind(b"\n") + 1)

@@ -1,0 +1,283 @@
+"""The driver without any UI: scripted replies, real evaluation on the CPU, real git repositories.
+
+Includes the regression tests of two bugs the app had when it made these decisions itself:
+accepting a candidate that was not its turn's chosen one committed the chosen one, and a retry
+after an accept put the same attempt twice into the next prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from kevin_tui.config import ProblemConfig, RunConfig
+from kevin_tui.device_gate import DeviceGate
+from kevin_tui.driver import Driver, Notice, Report, TurnEnded
+from kevin_tui.evaluator import EvalOptions
+from kevin_tui.models.factory import BackendConfig
+from kevin_tui.session import CandidateRef, load_session
+from kevin_tui.session.events import AcceptEvent, PromptEvent
+from tests.conftest import RELU, candidate
+
+
+def reply(name: str, marker: str = "") -> dict:
+    code = candidate(name) + (f"# {marker}\n" if marker else "")
+    return {"reasoning": "thinking", "answer": f"```python\n{code}```\nSummary {marker}."}
+
+
+@pytest.fixture
+def git_env(monkeypatch):
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+
+@pytest.fixture
+def make_config(tmp_path, build_cache):
+    def make(*replies: dict, repo: bool = True, timing: bool = False, rate: float = 0.0, **problem) -> RunConfig:
+        script = tmp_path / "script.json"
+        script.write_text(json.dumps(list(replies)))
+        project = tmp_path / "proj"
+        project.mkdir(exist_ok=True)
+        if repo and not (project / ".git").exists():
+            subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+        path = project / "relu.py"
+        path.write_text(RELU.read_text())
+        evaluation = EvalOptions(device="cpu", timing=timing, timing_trials=20, cache_dir=build_cache)
+        return RunConfig(
+            backend=BackendConfig(backend="scripted", script=script, script_rate=rate),
+            problem=ProblemConfig(problem=path, sessions_dir=tmp_path / "sessions", evaluation=evaluation, **problem),
+        )
+
+    return make
+
+
+def drive(config: RunConfig, body: Callable[[Driver], Awaitable[None]]) -> tuple[list[Report], Path]:
+    reports: list[Report] = []
+
+    async def run() -> Path:
+        async with Driver.open(config, reports.append) as driver:
+            await body(driver)
+            return driver.session_path
+
+    return reports, asyncio.run(run())
+
+
+async def idle(driver: Driver, timeout: float = 240) -> None:
+    async with asyncio.timeout(timeout):
+        while driver.busy():
+            await asyncio.sleep(0.05)
+
+
+def test_accept_commits_the_candidate_asked_for_not_its_turns_choice(make_config, git_env):
+    config = make_config(reply("relu_torch.py", "candidate A"), reply("relu_torch.py", "candidate B"), candidates=2)
+    kernel = config.problem.problem.parent / "relu_kernel.py"
+
+    async def body(driver: Driver) -> None:
+        await driver.advance()
+        await driver.advance()  # turn 1's default choice (A, ranked first) entered the history
+        assert driver.turn(0, 1).chosen == 0
+        outcome = await driver.accept(CandidateRef(0, 1, 1))
+        assert outcome.ok, outcome.message
+        assert "turn 1.2" in outcome.message
+
+    _, session = drive(config, body)
+    assert "# candidate B" in kernel.read_text() and "candidate A" not in kernel.read_text()
+    (accept,) = load_session(session).of_type(AcceptEvent)
+    assert (accept.turn, accept.candidate) == (1, 1) and accept.commit
+
+
+def test_a_retry_after_an_accept_puts_the_attempt_into_the_next_prompt_once(make_config, git_env):
+    config = make_config(reply("relu_torch.py"), reply("slightly_wrong.py"), reply("relu_torch.py"))
+
+    async def body(driver: Driver) -> None:
+        await driver.advance()
+        assert (await driver.accept(CandidateRef(0, 1, 0))).ok
+        assert driver.retry(0) is None
+        await idle(driver)
+        assert [c.index for c in driver.turn(0, 1).candidates] == [0, 1]  # the retry joined the turn
+        assert driver.continue_() is None
+        await idle(driver)
+
+    _, path = drive(config, body)
+    session = load_session(path)
+    prompt = next(e for e in session.of_type(PromptEvent) if e.turn == 2).text
+    assert prompt.count("### Attempt 1") == 1 and "### Attempt 2" not in prompt
+    assert [a.number for a in session.history(0)] == [1]
+
+
+def test_the_selected_candidate_continues_and_a_retry_resets_the_selection(make_config):
+    config = make_config(reply("relu_torch.py"), reply("slightly_wrong.py"), candidates=2)
+
+    async def body(driver: Driver) -> None:
+        await driver.advance()
+        assert [c.status for c in driver.turn(0, 1).ranked()] == ["correct", "incorrect"]
+        driver.select(CandidateRef(0, 1, 1))  # the worse one, on purpose
+        assert driver.continuing(0).index == 1
+        driver.select(CandidateRef(0, 7, 0))  # not the latest turn: ignored
+        assert driver.continuing(0).index == 1
+        await driver.advance()
+
+    _, path = drive(config, body)
+    (attempt,) = load_session(path).history(0)
+    assert attempt.feedback.status == "incorrect"
+
+
+def test_an_edit_follows_the_kernel_it_was_edited_from(make_config):
+    config = make_config(reply("slightly_wrong.py"))
+
+    async def body(driver: Driver) -> None:
+        await driver.advance()
+        fixed = driver.candidate(CandidateRef(0, 1, 0)).code.replace(" * 1.001", "")
+        assert driver.edit(CandidateRef(0, 1, 0), fixed) is None
+        assert driver.edit(CandidateRef(0, 1, 0), fixed) is not None  # busy: refused, with a reason
+        await idle(driver)
+
+    _, path = drive(config, body)
+    history = load_session(path).history(0)
+    assert [(a.number, a.feedback.status, a.edited_by_user) for a in history] == [
+        (1, "incorrect", False), (2, "correct", True),
+    ]  # fmt: skip
+
+
+def test_trajectories_run_side_by_side_and_one_can_be_steered_alone(make_config):
+    config = make_config(reply("slightly_wrong.py"), reply("relu_torch.py"), trajectories=2)
+
+    async def body(driver: Driver) -> None:
+        assert driver.continue_() is None  # every trajectory
+        await idle(driver)
+        assert driver.continue_("use float4", trajectory=1) is None
+        assert driver.busy(1) and not driver.busy(0)
+        await idle(driver)
+        assert [len(driver.views(t)) for t in (0, 1)] == [1, 2]
+        best = driver.best()
+        assert best is not None and driver.candidate(best).status == "correct"
+
+    _, path = drive(config, body)
+    session = load_session(path)
+    prompts = [(e.trajectory, e.turn) for e in session.of_type(PromptEvent)]
+    assert sorted(prompts) == [(0, 1), (1, 1), (1, 2)]
+    assert "use float4" in next(e for e in session.of_type(PromptEvent) if e.turn == 2).text
+
+
+def test_a_slower_kernel_is_a_question_first_and_its_commit_never_says_faster(make_config, git_env):
+    config = make_config(reply("relu_slow.py"), timing=True)
+    project = config.problem.problem.parent
+
+    async def body(driver: Driver) -> None:
+        await driver.advance()
+        ref = CandidateRef(0, 1, 0)
+        assert driver.candidate(ref).speedup < 1
+        asked = await driver.accept(ref)
+        assert asked.ask == "slower" and "slower than the reference" in asked.message
+        assert not (project / "relu_kernel.py").exists()
+        assert (await driver.accept(ref, slower_ok=True)).ok
+
+    drive(config, body)
+    message = subprocess.run(["git", "log", "-1", "--format=%B"], cwd=project, capture_output=True, text=True).stdout
+    assert message.startswith("feat(relu): Kevin kernel, 0.") and "faster" not in message
+
+
+def test_outside_a_repository_accept_asks_to_create_one(make_config, git_env):
+    config = make_config(reply("relu_torch.py"), repo=False)
+    project = config.problem.problem.parent
+
+    async def body(driver: Driver) -> None:
+        await driver.advance()
+        asked = await driver.accept(CandidateRef(0, 1, 0))
+        assert asked.ask == "git_init" and "not in a git repository" in asked.message
+        assert (await driver.accept(CandidateRef(0, 1, 0), git_init=True)).ok
+        undone = await driver.undo()
+        assert undone.ok and "removed relu_kernel.py" in undone.message
+
+    drive(config, body)
+    assert (project / ".git").exists() and not (project / "relu_kernel.py").exists()
+
+
+def test_resume_restores_the_turns_and_continues_after_them(make_config):
+    config = make_config(reply("slightly_wrong.py"), reply("relu_torch.py"))
+
+    async def first(driver: Driver) -> None:
+        assert driver.continue_() is None
+        await idle(driver)  # turn 1 shown, not chosen yet: the app quits here
+
+    drive(config, first)
+    resumed = replace(config, problem=replace(config.problem, problem=None, resume="last"))
+
+    async def second(driver: Driver) -> None:
+        assert [v.status for v in driver.views(0)] == ["incorrect"]
+        assert driver.continue_() is None
+        await idle(driver)
+        assert [v.number for v in driver.views(0)] == [1, 2]
+
+    _, path = drive(resumed, second)
+    session = load_session(path)
+    assert [a.number for a in session.history(0)] == [1] and session.state == "stopped"
+
+
+def test_failures_in_a_started_turn_are_reported_and_the_trajectory_is_idle_again(make_config, monkeypatch):
+    config = make_config(reply("relu_torch.py"))
+
+    async def boom(self, note=None):
+        raise RuntimeError("evaluator exploded")
+
+    monkeypatch.setattr("kevin_tui.loop.Agent.generate", boom)
+
+    async def body(driver: Driver) -> None:
+        driver.continue_()
+        await idle(driver)
+
+    reports, _ = drive(config, body)
+    assert any(isinstance(r, Notice) and "evaluator exploded" in r.message for r in reports)
+    assert TurnEnded(0, None, "failed") in reports
+
+
+def test_stop_mid_stream_ends_the_turn_as_stopped(make_config):
+    long = {"reasoning": "a very long chain of thought " * 300, "answer": "no code"}
+    config = make_config(long, rate=300)
+
+    async def body(driver: Driver) -> None:
+        driver.continue_()
+        async with asyncio.timeout(60):
+            while (live := driver.live(0)) is None or len(live.reasoning) < 200:
+                await asyncio.sleep(0.02)
+        driver.stop(0)
+        await idle(driver)
+
+    reports, _ = drive(config, body)
+    assert TurnEnded(0, 1, "stopped") in reports
+
+
+def test_the_gate_never_times_a_kernel_while_the_model_generates():
+    log: list[str] = []
+
+    async def generation(gate: DeviceGate, name: str, seconds: float) -> None:
+        async with gate.generating():
+            log.append(f"+{name}")
+            await asyncio.sleep(seconds)
+            log.append(f"-{name}")
+
+    async def evaluation(gate: DeviceGate) -> None:
+        async with gate.evaluating():
+            log.append("+eval")
+            await asyncio.sleep(0.05)
+            log.append("-eval")
+
+    async def run(exclusive: bool) -> list[str]:
+        log.clear()
+        gate = DeviceGate(exclusive)
+        first = asyncio.create_task(generation(gate, "g1", 0.1))
+        await asyncio.sleep(0.01)
+        judged = asyncio.create_task(evaluation(gate))
+        await asyncio.sleep(0.01)
+        late = asyncio.create_task(generation(gate, "g2", 0.01))  # held back: an evaluation is waiting
+        await asyncio.gather(first, judged, late)
+        return list(log)
+
+    assert asyncio.run(run(True)) == ["+g1", "-g1", "+eval", "-eval", "+g2", "-g2"]
+    assert asyncio.run(run(False))[:3] == ["+g1", "+eval", "+g2"]  # a remote model: only evaluations queue

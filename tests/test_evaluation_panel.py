@@ -1,0 +1,48 @@
+"""The evaluation panel while a kernel is judged: its phase, the seconds it has taken, and why a
+first build is slow (only when it is one)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from textual.app import App, ComposeResult
+
+from kevin_tui.config import ProblemConfig, RunConfig
+from kevin_tui.driver import FIRST_BUILD_HINT, NEW_FLAGS_HINT, Driver, Phase
+from kevin_tui.evaluator import EvalOptions
+from kevin_tui.tui.evaluation_panel import EvaluationPanel
+
+
+class PanelApp(App):
+    def compose(self) -> ComposeResult:
+        yield EvaluationPanel()
+
+
+def test_a_long_build_shows_its_phase_seconds_and_why():
+    app = PanelApp()
+
+    async def run() -> str:
+        async with app.run_test() as pilot:
+            panel = app.query_one(EvaluationPanel)
+            panel.hints = lambda: FIRST_BUILD_HINT
+            panel.show_phase(Phase(None, "build", "", time.monotonic() - 12), None)
+            await pilot.pause()
+            return str(panel.render())
+
+    text = asyncio.run(run())
+    assert "build… 12 s" in text and "precompiling headers, about a minute" in text
+
+
+def test_the_hint_says_when_headers_are_being_precompiled(tmp_path):
+    """Read from the build cache's precompiled-header store: none yet (the first build makes one),
+    one being written (new compiler flags), or nothing to explain."""
+    driver = Driver(RunConfig(problem=ProblemConfig(evaluation=EvalOptions(cache_dir=tmp_path))), lambda r: None)
+    store = tmp_path / "pch"
+    assert driver.build_hint() == FIRST_BUILD_HINT
+    (store / "a").mkdir(parents=True)
+    (store / "a" / "torch_extension_pch.h.gch").write_bytes(b"")
+    assert driver.build_hint() is None
+    (store / "b").mkdir()
+    (store / "b" / "torch_extension_pch.h.gch.4242").write_bytes(b"")
+    assert driver.build_hint() == NEW_FLAGS_HINT
