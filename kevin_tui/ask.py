@@ -54,7 +54,7 @@ def ask_once(problem: Problem, config: BackendConfig, budget: int, prompts: Path
     end = reply.end
     print(f"\nfinish: {end.finish_reason}; prompt {end.prompt_tokens} / reply {end.completion_tokens} tokens",
           file=sys.stderr)  # fmt: skip
-    parsed = parse_reply(reply.answer)
+    parsed = parse_reply(reply.answer, reply.reasoning)
     if parsed.code is None:
         print(f"format_error: {parsed.error}", file=sys.stderr)
         return 1

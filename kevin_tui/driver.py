@@ -114,6 +114,7 @@ class RunInfo:
     device: str
     budget: int
     session: Path
+    sandbox: str = ""  # "bwrap", "unshare", or "off (why)": shown, so an unsandboxed run is never silent
 
 
 @dataclass(frozen=True)
@@ -204,7 +205,10 @@ class Driver:
         assert self.run is not None
         run = self.run
         device = run.scope.environment.get("gpu") or run.scope.environment.get("device", "?")
-        return RunInfo(run.backend.model, run.backend.name, device, self.config.problem.budget, run.writer.path)
+        sandbox = run.scope.environment.get("sandbox", "")
+        return RunInfo(
+            run.backend.model, run.backend.name, device, self.config.problem.budget, run.writer.path, sandbox
+        )
 
     def busy(self, trajectory: int | None = None) -> bool:
         tracks = self.tracks if trajectory is None else [self.tracks[trajectory]]

@@ -259,7 +259,7 @@ class Agent:
             raise
         for offset, reply in enumerate(replies):
             ref = CandidateRef(self.trajectory, turn.number, first + offset)
-            candidate = Candidate(ref, reply, parse_reply(reply.answer))
+            candidate = Candidate(ref, reply, parse_reply(reply.answer, reply.reasoning))
             turn.candidates.append(candidate)
             await self._summarise(turn, candidate)
 

@@ -52,6 +52,7 @@ class ProblemScope:
     session_id: str
     resumed: Session | None = None
     notices: list[str] = field(default_factory=list)
+    speed_of_light: str | None = None  # one line for the first prompt: the least time the problem can take
 
 
 @dataclass
@@ -105,10 +106,13 @@ async def open_problem(config: ProblemConfig, on_progress: ProgressFn | None = N
     with Evaluator(problem, config.evaluation, on_progress) as evaluator:
         try:
             environment = await asyncio.to_thread(lambda: evaluator.environment)
+            speed_of_light = await asyncio.to_thread(evaluator.speed_of_light_line)
         except EnvironmentProblem as exc:
             raise RunError(f"cannot evaluate here: {exc}", exit_code=4) from None
         session_id = resumed.id if resumed else new_session_id()
-        yield ProblemScope(config, problem, evaluator, environment, templates, session_id, resumed, notices)
+        yield ProblemScope(
+            config, problem, evaluator, environment, templates, session_id, resumed, notices, speed_of_light
+        )
 
 
 def session_header(scope: ProblemScope, backend: Backend, sampling: Sampling) -> Header:
@@ -138,7 +142,9 @@ async def open_run(
     writer = SessionWriter(path, None if resumed else session_header(scope, backend, sampling))
     try:
         tokens = PromptTokens(backend)
-        builder = PromptBuilder(scope.templates, scope.problem.source, config.budget, tokens, tokens.counted_with)
+        builder = PromptBuilder(
+            scope.templates, scope.problem.source, config.budget, tokens, tokens.counted_with, scope.speed_of_light
+        )
         loop_config = LoopConfig(config.candidates, sampling)
         count = resumed.header.trajectories if resumed else config.trajectories
         agents = [

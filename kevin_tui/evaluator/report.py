@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kevin_tui.evaluator.compiler_output import format_error
+from kevin_tui.evaluator.host.speed_of_light import describe as describe_bound
 from kevin_tui.evaluator.verdict import Status, Verdict
 
 MAX_DETAIL_LINES = 12
@@ -16,6 +17,32 @@ def _timing_line(label: str, verdict: Verdict, key: str) -> str | None:
         f"  {label:<22} {timing.median_ms:9.4f} ms median  "
         f"[p10 {timing.p10_ms:.4f}, p90 {timing.p90_ms:.4f}]  n={timing.trials}  ({timing.method})"
     )
+
+
+def evidence_lines(evidence: dict) -> list[str]:
+    """Speed of light, custom-kernel coverage and other sizes, one line each."""
+    lines = []
+    if sol := evidence.get("speed_of_light"):
+        lines.append(f"  speed of light: {describe_bound(sol)}")
+    if (coverage := evidence.get("coverage")) is not None:
+        lines.append(f"  custom-kernel coverage: {coverage:.0%} of forward's compute time in the candidate's own code")
+    if shapes := evidence.get("shapes"):
+        tried = ", ".join(f"{label} {'ok' if result == 'correct' else 'FAILED'}" for label, result in shapes.items())
+        lines.append(f"  other sizes: {tried}")
+    return lines
+
+
+def profile_digest(evidence: dict, limit: int = 5) -> str:
+    """A few lines on where the time goes, short enough to send to the model as a note."""
+    profile = evidence.get("profile") or {}
+    rows = profile.get("kernels") or profile.get("ops") or []
+    parts = [f"{name} {ms:.3f} ms x{calls}" for name, calls, ms in rows[:limit]]
+    text = "Profile of one forward call: " + ("; ".join(parts) if parts else "nothing measured") + "."
+    if (coverage := evidence.get("coverage")) is not None:
+        text += f" {coverage:.0%} of the time is in your own kernels."
+    if sol := evidence.get("speed_of_light"):
+        text += f" Speed of light: {describe_bound(sol)}."
+    return text
 
 
 def render(verdict: Verdict, candidate_name: str = "candidate") -> str:
@@ -50,6 +77,7 @@ def render(verdict: Verdict, candidate_name: str = "candidate") -> str:
             lines.append(f"  speedup vs torch.compile: {verdict.speedup_compile:.2f}x")
         if verdict.clock:
             lines.append(f"  clock: {verdict.clock}")
+    lines += evidence_lines(verdict.evidence)
     failed = [c for c in verdict.checks if not c.passed]
     passed = len(verdict.checks) - len(failed)
     if verdict.checks:

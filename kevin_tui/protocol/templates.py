@@ -16,6 +16,8 @@ from importlib import resources
 from pathlib import Path
 from string import Template
 
+from kevin_tui.errors import EXIT_USAGE, KevinError
+
 NAMES = (
     "base", "example", "answer_format", "history_header", "attempt", "edited", "note", "refine",
     "feedback", "summary_request", "speed_of_light",
@@ -26,8 +28,10 @@ DEFAULT_SET = "kevin"
 HEADER = re.compile(r"\A<!--.*?-->\n?", re.S)
 
 
-class TemplateError(Exception):
-    pass
+class TemplateError(KevinError):
+    """A template set or file that cannot be used (an unknown set name, a broken override)."""
+
+    exit_code = EXIT_USAGE
 
 
 @dataclass(frozen=True)

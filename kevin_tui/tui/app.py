@@ -37,10 +37,11 @@ from kevin_tui.driver import (
     TurnStarted,
 )
 from kevin_tui.errors import KevinError
+from kevin_tui.evaluator.report import profile_digest
 from kevin_tui.session import CandidateRef, Session
 from kevin_tui.tui.evaluation_panel import EvaluationPanel
 from kevin_tui.tui.live_tail import LiveTail
-from kevin_tui.tui.render import diff_renderable, kernel_renderable
+from kevin_tui.tui.render import diff_renderable, kernel_renderable, profile_renderable
 from kevin_tui.tui.screens import ConfirmScreen, EditScreen, NoteScreen
 from kevin_tui.tui.timeline import Timeline, TrajectoryState
 from kevin_tui.views import CandidateView, best_view, diff_base, views_of_session
@@ -73,6 +74,8 @@ class KevinApp(App):
         Binding("t", "tab('tab-reasoning')", "Thinking", show=False, id="thinking"),
         Binding("k", "tab('tab-kernel')", "Kernel", show=False, id="kernel"),
         Binding("d", "tab('tab-diff')", "Diff", id="diff"),
+        Binding("p", "tab('tab-profile')", "Profile", show=False, id="profile"),
+        Binding("P", "profile_note", "", show=False, id="profile-note"),
         Binding("b", "best", "Best", id="best"),
         Binding("question_mark", "help", "Help", id="help"),
         Binding("q", "quit", "Quit", id="quit"),
@@ -89,6 +92,7 @@ class KevinApp(App):
         self.running: dict[int, int] = {}  # trajectory: the turn it runs
         self.shown_chars = -1
         self.tokens: int | None = None
+        self.shown: CandidateView | None = None
 
     # -- layout ----------------------------------------------------------------
 
@@ -104,6 +108,8 @@ class KevinApp(App):
                     yield Static("", id="kernel")
                 with TabPane("Diff", id="tab-diff"), VerticalScroll():
                     yield Static("", id="diff")
+                with TabPane("Profile", id="tab-profile"), VerticalScroll():
+                    yield Static("", id="profile")
             yield EvaluationPanel()
             yield Static("starting…", id="status")
             yield Footer()
@@ -273,6 +279,8 @@ class KevinApp(App):
             self.query_one("#reply").display = True
             self.query_one("#reasoning", Markdown).update(f"{reasoning}\n\n---\n\n{answer}")
         self.query_one("#kernel", Static).update(kernel_renderable(view.code))
+        self.query_one("#profile", Static).update(profile_renderable(view.verdict))
+        self.shown = view
         self.query_one(EvaluationPanel).show_verdict(view.verdict)
         base = diff_base(self.query_one(Timeline).views, view)
         label = f"turn {base.number}" if base else ""
@@ -286,7 +294,8 @@ class KevinApp(App):
             return ""
         info = self.driver.info
         used = f"prompt {self.tokens}/{info.budget} tokens" if self.tokens is not None else f"budget {info.budget}"
-        return f"{info.model} · {info.backend} · {info.device} · {used} · {info.session}"
+        sandbox = f" · sandbox: {info.sandbox}" if info.sandbox else ""
+        return f"{info.model} · {info.backend} · {info.device}{sandbox} · {used} · {info.session}"
 
     # -- intents -------------------------------------------------------------------
 
@@ -308,6 +317,15 @@ class KevinApp(App):
                 self.refuse(self.driver.continue_(note, self.trajectory))
 
         self.push_screen(NoteScreen(), send)
+
+    def action_profile_note(self) -> None:
+        """Continue with a digest of the shown kernel's profile as the note: where its time goes."""
+        view = self.shown
+        if view is None or view.verdict is None or not view.verdict.evidence.get("profile"):
+            self.notify("no profile to send: select a correct kernel", severity="warning")
+            return
+        if self.driver is not None:
+            self.refuse(self.driver.continue_(profile_digest(view.verdict.evidence), self.trajectory))
 
     def action_retry(self) -> None:
         if self.driver is not None:

@@ -7,8 +7,10 @@ import difflib
 
 from rich.console import Group, RenderableType
 from rich.syntax import Syntax
+from rich.table import Table
 from rich.text import Text
 
+from kevin_tui.evaluator.report import evidence_lines
 from kevin_tui.evaluator.report import render as render_report
 from kevin_tui.evaluator.verdict import Verdict
 
@@ -51,3 +53,21 @@ def verdict_renderable(verdict: Verdict | None) -> RenderableType:
     if verdict is None:
         return Text("Not evaluated yet.", style="italic")
     return Text(render_report(verdict))
+
+
+def profile_renderable(verdict: Verdict | None) -> RenderableType:
+    """Where one forward call's time goes (kernels on CUDA, PyTorch ops and the candidate's own
+    functions on the CPU), with the speed-of-light standing and coverage above the table."""
+    evidence = verdict.evidence if verdict is not None else {}
+    profile = evidence.get("profile")
+    if not profile:
+        return Text("No profile: it is taken for correct kernels.", style="italic")
+    head = Text("\n".join(line.strip() for line in evidence_lines(evidence)) or "")
+    rows = profile.get("kernels") or profile.get("ops") or []
+    table = Table("kernel" if profile.get("kernels") else "op", "calls", "ms", "share", box=None, pad_edge=False)
+    total = sum(ms for _, _, ms in rows) or 1.0
+    for name, calls, ms in rows:
+        mine = name.startswith("kevin_ext::")
+        table.add_row(Text(name, style="bold" if mine else ""), str(calls), f"{ms:.4f}", f"{ms / total:.0%}")
+    hint = Text("\nP sends a digest of this profile to Kevin as the next turn's note.", style="dim")
+    return Group(head, Text(""), table, hint)
