@@ -135,7 +135,7 @@ def aa(args: argparse.Namespace) -> None:
     from kevin_tui.problem import load_problem
 
     speedups, claimed = [], 0
-    with Evaluator(load_problem(args.problem), EvalOptions(device="cpu")) as evaluator:
+    with Evaluator(load_problem(args.problem), EvalOptions(device=args.device)) as evaluator:
         for _ in range(args.aa):
             verdict = evaluator.evaluate(SAME_AS_REFERENCE)
             low, high = verdict.speedup_interval
@@ -158,6 +158,7 @@ def main() -> None:
     parser.add_argument(
         "--aa", type=int, default=0, metavar="N", help="N evaluations of a kernel identical to the reference"
     )
+    parser.add_argument("--device", default="cpu", help="for --aa: cpu or cuda")
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--warm", type=int, default=3, help="warm evaluations per run")
     args = parser.parse_args()

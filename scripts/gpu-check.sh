@@ -28,8 +28,9 @@ status=0
 { nvidia-smi; python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0))"; } \
     > "$report/machine.txt" 2>&1
 
+command -v bwrap >/dev/null 2>&1 || echo "bwrap missing: the sandbox tests will use the unshare fallback" >&2
 timeout 420 python3 -m pytest -v -p no:cacheprovider -o addopts="" \
-    tests/test_gpu.py tests/test_builds.py tests/test_evaluator_cpu.py 2>&1 | tee "$report/pytest.log" | tail -40
+    tests/test_gpu.py tests/test_builds.py tests/test_sandbox_escape.py 2>&1 | tee "$report/pytest.log" | tail -40
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
 problem="$KEVIN_TUI_KERNELBENCH/level1/19_ReLU.py"
@@ -39,4 +40,6 @@ echo "eval relu_cuda exit $?"; head -c 600 "$report/eval-relu-cuda.json"; echo
 
 timeout 150 python3 bench/eval_bench.py --device cuda --candidate tests/candidates/relu_cuda.py --problem "$problem" \
     2>&1 | tee "$report/bench.txt" | tail -25
+# How far an identical kernel's speedup strays on this GPU (interval excluding 1.0 = a false claim)
+timeout 120 python3 bench/trust_bench.py --device cuda --aa 5 --problem "$problem" 2>&1 | tee "$report/aa.txt" | tail -8
 exit $status

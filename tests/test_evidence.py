@@ -6,7 +6,7 @@ import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.evaluator.host.speed_of_light import Bound, Peaks, gpu_peaks, impossible
-from kevin_tui.evaluator.host.timing import Round, Side, clock_disagreement, process_bias, speedup_interval
+from kevin_tui.evaluator.host.timing import Round, Side, clock_check, process_bias, speedup_interval
 from kevin_tui.problem import load_problem
 from tests.conftest import CANDIDATES, PROBLEMS, candidate
 
@@ -14,11 +14,10 @@ from tests.conftest import CANDIDATES, PROBLEMS, candidate
 def side(per_call: list[float], outside_ms: float = 0.1, control: list[float] | None = None) -> Side:
     """Rounds of 10 calls whose host window adds `outside_ms` per call to the reported times."""
     rounds = []
+    extra = control[0] if control else 0.0  # the control call runs inside the round too
     for value in per_call:
-        samples = [value] * 10
-        rounds.append(
-            Round(samples, None, window_ms=10 * (value + outside_ms), control_ms=control and [control[0]] * 10)
-        )
+        window = 10 * (value + outside_ms + extra)
+        rounds.append(Round([value] * 10, None, window_ms=window, control_ms=control and [control[0]] * 10))
     return Side(rounds)
 
 
@@ -38,11 +37,14 @@ def test_the_interval_widens_to_cover_what_the_processes_own_difference_implies(
 
 
 def test_times_the_host_clock_cannot_confirm_are_refused():
-    honest = side([1.0] * 10, outside_ms=0.1)
-    assert clock_disagreement(side([1.0] * 10, outside_ms=0.12), honest) is None
+    honest = side([1.0] * 10, outside_ms=0.1, control=[1.0])
+    assert clock_check(side([1.0] * 10, outside_ms=0.12, control=[1.0]), honest).problem() is None
     # reports 0.2 ms per call while the host's clock saw it take 1.1 ms per call, every round
-    cheat = side([0.2] * 10, outside_ms=0.9)
-    assert "host's clock saw" in clock_disagreement(cheat, honest)
+    cheat = side([0.2] * 10, outside_ms=0.9, control=[1.0])
+    assert "host's clock saw" in clock_check(cheat, honest).problem()
+    # a slowed clock in the candidate's process makes the reference model look 15x faster there too
+    slow_clock = side([0.07] * 10, outside_ms=0.1, control=[1 / 15])
+    assert "cannot be trusted" in clock_check(slow_clock, honest).problem()
 
 
 def test_speed_of_light_counts_by_hand(build_cache):

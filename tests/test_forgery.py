@@ -54,6 +54,10 @@ EXPECTED = {
 }  # None: anything but a correct verdict at a forged speed
 
 
+AIMED_AT_THE_NEXT = {"protocol_crash_reference", "judge_hijack_sympy", "timing_pin_reference", "cache_poison_so",
+                     "cache_poison_pch"}  # fmt: skip
+
+
 def test_every_forge_candidate_is_listed():
     assert {p.stem for p in FORGE.glob("*.py")} - {"two_in_a_row"} == set(EXPECTED)
 
@@ -75,10 +79,10 @@ def test_a_forged_verdict_is_not_believed(strict, name):
         assert verdict.status in expected, f"{name}: {verdict.status} {verdict.message}"
     if verdict.status is Status.CORRECT:
         assert verdict.speedup is not None and verdict.speedup < REAL_SPEED, f"{name}: {verdict.message}"
-    # whatever the candidate did, the next honest candidate in the same evaluator is judged as usual
-    follow = strict.evaluate(candidate("relu_cpp.py"))
-    assert follow.status is Status.CORRECT, f"after {name}: {follow.message}"
-    assert follow.speedup < REAL_SPEED, f"after {name}: {follow.message}"
+    if name in AIMED_AT_THE_NEXT:  # the next honest candidate in the same evaluator is judged as usual
+        follow = strict.evaluate(candidate("relu_cpp.py"))
+        assert follow.status is Status.CORRECT, f"after {name}: {follow.message}"
+        assert follow.speedup < REAL_SPEED, f"after {name}: {follow.message}"
 
 
 def test_a_wrong_candidate_after_a_judge_attack_is_still_wrong(strict):

@@ -48,3 +48,29 @@ def test_illegal_memory_access_is_a_runtime_error_and_the_next_candidate_runs(re
 def test_cuda_tensor_subclass_and_mutation_still_caught(relu_gpu):
     assert relu_gpu.evaluate(candidate("mutate_input.py")).status is Status.INCORRECT
     assert relu_gpu.evaluate(candidate("tensor_subclass.py")).status is Status.INCORRECT
+
+
+def test_the_sandbox_passes_the_gpu_through_and_every_mode_agrees(relu_problem, build_cache):
+    for sandbox in ("bwrap", "unshare", "off"):
+        options = EvalOptions(device="cuda", cache_dir=build_cache, sandbox=sandbox, timing_trials=50)
+        with Evaluator(relu_problem, options) as evaluator:
+            verdict = evaluator.evaluate(candidate("relu_cuda.py"))
+        assert verdict.status is Status.CORRECT, f"{sandbox}: {verdict.message}"
+        assert verdict.sandbox.startswith(sandbox)
+
+
+def test_cuda_evidence_speed_of_light_coverage_and_an_interval(relu_gpu):
+    verdict = relu_gpu.evaluate(candidate("relu_cuda.py"))
+    sol = verdict.evidence["speed_of_light"]
+    assert sol["peaks"]["source"] != "measured on this CPU (copy and matmul)"  # a known GPU from the table
+    assert 0 < sol["candidate_fraction"] <= 1.25  # never clearly above the speed of light with L2 flushed
+    assert verdict.evidence["coverage"] > 0.5  # the relu kernel is the candidate's own __global__
+    assert any("relu" in name for name, _, _ in verdict.evidence["profile"]["kernels"])
+    low, high = verdict.speedup_interval
+    assert low <= verdict.speedup <= high
+    assert verdict.clock.startswith("CUDA events")
+
+
+def test_a_timed_call_faked_below_the_speed_of_light_is_rejected(relu_gpu):
+    verdict = relu_gpu.evaluate(candidate("patched_timer.py"))
+    assert verdict.status is Status.REJECTED, verdict.message

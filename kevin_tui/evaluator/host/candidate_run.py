@@ -15,7 +15,7 @@ import re
 import secrets
 import stat
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +26,7 @@ from kevin_tui.evaluator.host.timing import (
     Round,
     Side,
     TimingPlan,
-    clock_disagreement,
+    clock_check,
     host_clock_speedup,
     process_bias,
     speedup_interval,
@@ -416,9 +416,12 @@ class CandidateRun:
         if (worst := max(leftover_cpu, default=0.0)) > LEFTOVER_CPU_FLOOR_S:
             return Verdict(Status.REJECTED, f"the candidate's processes kept using the CPU ({worst * 1e3:.0f} ms) "
                            "while the reference was being timed")  # fmt: skip
-        if why := clock_disagreement(candidate, eager):
-            return Verdict(Status.REJECTED, f"timings disagree with the host's clock: {why}")
+        check = clock_check(candidate, eager)
+        if why := check.problem():
+            return Verdict(Status.REJECTED, f"timings disagree with the host's clock: {why}",
+                           evidence={"clock_check": asdict(check)})  # fmt: skip
         verdict = speed_figures(results, device, seed)
+        verdict.evidence["clock_check"] = asdict(check)
         self.checks.append(Check("timings agree with the host's clock", True))
         return self.against_the_bound(verdict, device)
 

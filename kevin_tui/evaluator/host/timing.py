@@ -32,11 +32,14 @@ MAX_CALLS, MIN_CALLS = 200, 3
 OUTPUT_BYTES_PER_ROUND = 512 << 20
 POOL_BYTES = 256 << 20
 BOOTSTRAP_RESAMPLES = 1000
-# Time outside the reported calls may exceed the reference's by this share of (the candidate's
-# reported per-call time + the reference's time outside its calls), plus a floor for scheduling
-# jitter, before the reported times are refused: the two processes' allocators and caches differ.
+# Time outside the reported calls may exceed the reference's by this share of the candidate's reported
+# per-call time, plus this share of the reference's own time outside its calls (the two processes'
+# allocators and caches differ), plus a floor for scheduling jitter, before the reported times are refused.
 EXCESS_SHARE = 0.5
+OVERHEAD_SHARE = 0.25
 EXCESS_FLOOR_MS = 0.02
+# The reference model timed in the candidate's process may not run this much faster than in its own worker.
+MIN_PROCESS_BIAS = 0.5
 
 
 @dataclass
@@ -115,17 +118,44 @@ class Side:
         return {"wall": Timing.from_samples(self.samples(), "wall clock per call, checked against the host clock")}
 
 
-def clock_disagreement(candidate: Side, reference: Side) -> str | None:
-    """Why the candidate's reported times cannot be true given the host's clock, or None."""
+@dataclass
+class ClockCheck:
+    """The figures behind the host clock's check (kept in the verdict's evidence)."""
+
+    per_call_ms: float  # what the candidate reported (median)
+    host_per_call_ms: float  # what the host's clock saw per call (median round)
+    outside_ms: float  # least time per call outside the reported calls, candidate
+    reference_outside_ms: float  # the same for the reference's identical loop
+    allowed_ms: float
+    process_bias: float
+
+    def problem(self) -> str | None:
+        """Why the candidate's reported times cannot be true, or None."""
+        if self.process_bias < MIN_PROCESS_BIAS:
+            return (
+                f"the candidate's process timed the reference model {1 / self.process_bias:.1f}x faster than the "
+                "reference's own worker did: the clocks in that process cannot be trusted"
+            )
+        excess = self.outside_ms - self.reference_outside_ms
+        if excess <= self.allowed_ms:
+            return None
+        return (
+            f"the candidate reported {self.per_call_ms:.4f} ms per call, but the host's clock saw "
+            f"{self.host_per_call_ms:.4f} ms per call ({excess:.4f} ms more outside the calls than the reference's "
+            f"identical loop; {self.allowed_ms:.4f} ms allowed)"
+        )
+
+
+def clock_check(candidate: Side, reference: Side) -> ClockCheck:
     ref_outside = min(r.outside_ms_per_call for r in reference.rounds)
-    excess = min(r.outside_ms_per_call for r in candidate.rounds) - ref_outside
     per_call = statistics.median(candidate.samples())
-    if excess <= EXCESS_SHARE * (per_call + ref_outside) + EXCESS_FLOOR_MS:
-        return None
-    host = statistics.median(r.window_ms / r.calls for r in candidate.rounds)
-    return (
-        f"the candidate reported {per_call:.4f} ms per call, but the host's clock saw {host:.4f} ms per call "
-        f"({excess:.4f} ms more outside the calls than the reference's identical loop)"
+    return ClockCheck(
+        per_call_ms=per_call,
+        host_per_call_ms=statistics.median(r.window_ms / r.calls for r in candidate.rounds),
+        outside_ms=min(r.outside_ms_per_call for r in candidate.rounds),
+        reference_outside_ms=ref_outside,
+        allowed_ms=EXCESS_SHARE * per_call + OVERHEAD_SHARE * ref_outside + EXCESS_FLOOR_MS,
+        process_bias=process_bias(reference, candidate),
     )
 
 
