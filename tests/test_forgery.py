@@ -65,7 +65,7 @@ def test_every_forge_candidate_is_listed():
 @pytest.fixture(scope="module")
 def strict(relu_problem, build_cache):
     options = EvalOptions(
-        device="cpu", strict=True, timing_trials=20, shapes="off", profile=False, cache_dir=build_cache
+        device="cpu", strict=True, timing_trials=10, shapes="off", profile=False, cache_dir=build_cache
     )
     with Evaluator(relu_problem, options) as evaluator:
         yield evaluator
