@@ -3,6 +3,8 @@
     python3 bench/trust_bench.py --baseline 74007a8     # warm evaluation now vs an earlier commit, interleaved
     python3 bench/trust_bench.py --sandbox              # sandbox cost per worker start and per evaluation
     python3 bench/trust_bench.py --aa 10                # identical kernels: how often is a difference claimed?
+    python3 bench/trust_bench.py --evidence             # profile + other sizes on vs off, warm, interleaved
+    python3 bench/trust_bench.py --figures              # the evidence for ReLU, softmax and a GEMM on this machine
 
 Every comparison alternates the two sides within this run (this machine is shared and noisy), and
 prints medians and ratios, not pass/fail.
@@ -149,6 +151,47 @@ def aa(args: argparse.Namespace) -> None:
     )
 
 
+def evidence_cost(args: argparse.Namespace) -> None:
+    """What the profile and the other-sizes check add to a warm evaluation (goal: under +25%)."""
+    totals: dict[str, list[float]] = {"off": [], "on": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for repetition in range(args.repetitions):
+            for label in ("off", "on") if repetition % 2 == 0 else ("on", "off"):
+                extra = {"profile": label == "on", "shapes": "warn" if label == "on" else "off"}
+                result = evaluate_at(REPO, args.problem, args.candidate, Path(tmp) / "cache", args.warm, extra)
+                totals[label] += result["totals"]
+    off, on = statistics.median(totals["off"]), statistics.median(totals["on"])
+    print(f"warm evaluation of {args.candidate.name}, {len(totals['on'])} each, interleaved (median):")
+    print(f"  evidence off {off:.2f} s, on {on:.2f} s: +{(on / off - 1) * 100:.0f}% (goal < +25%)")
+
+
+FIGURES = (
+    ("level1/19_ReLU.py", "relu_cpp.py"),
+    ("level1/23_Softmax.py", "honest/softmax_online.py"),
+    ("level2/12_Gemm_Multiply_LeakyReLU.py", "honest/gemm_pretransposed.py"),
+)
+
+
+def figures(args: argparse.Namespace) -> None:
+    """Every piece of evidence a verdict carries, for three KernelBench problems with honest C++ kernels."""
+    from kevin_tui.evaluator import EvalOptions, Evaluator
+    from kevin_tui.evaluator.report import evidence_lines
+    from kevin_tui.problem import load_problem
+
+    kernelbench = REPO.parent / "shared" / "kernelbench"
+    for problem, candidate in FIGURES:
+        with Evaluator(load_problem(kernelbench / problem), EvalOptions(device=args.device)) as evaluator:
+            verdict = evaluator.evaluate((REPO / "tests" / "candidates" / candidate).read_text())
+        print(f"{problem} with {candidate}: {verdict.status.value}: {verdict.message}")
+        print(f"  clock: {verdict.clock}; sandbox: {verdict.sandbox}")
+        for line in evidence_lines(verdict.evidence):
+            print(line)
+        check = verdict.evidence.get("clock_check", {})
+        if check:
+            seen, reported, bias = check["host_per_call_ms"], check["per_call_ms"], check["process_bias"]
+            print(f"  host clock: {seen:.4f} ms per call seen, {reported:.4f} reported; process difference {bias:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--problem", type=Path, default=DEFAULT_PROBLEM)
@@ -158,7 +201,9 @@ def main() -> None:
     parser.add_argument(
         "--aa", type=int, default=0, metavar="N", help="N evaluations of a kernel identical to the reference"
     )
-    parser.add_argument("--device", default="cpu", help="for --aa: cpu or cuda")
+    parser.add_argument("--device", default="cpu", help="for --aa and --figures: cpu or cuda")
+    parser.add_argument("--evidence", action="store_true", help="what the profile and other sizes cost")
+    parser.add_argument("--figures", action="store_true", help="the evidence for ReLU, softmax and a GEMM")
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--warm", type=int, default=3, help="warm evaluations per run")
     args = parser.parse_args()
@@ -168,6 +213,10 @@ def main() -> None:
         sandbox_cost(args)
     if args.aa:
         aa(args)
+    if args.evidence:
+        evidence_cost(args)
+    if args.figures:
+        figures(args)
 
 
 if __name__ == "__main__":

@@ -182,7 +182,7 @@ def run_config(args: argparse.Namespace, settings: Settings) -> RunConfig:
         prompts=args.prompts,
         candidates=args.candidates,
         trajectories=args.trajectories,
-        evaluation=options_from(args),
+        evaluation=options_from(args, settings.peaks),
     )
     return RunConfig(
         backend=backend_config(args),

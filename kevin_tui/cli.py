@@ -38,7 +38,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
             print(f"\r\033[K{phase}… {detail}", end="", file=sys.stderr, flush=True)
 
     try:
-        with Evaluator(problem, options_from(args), on_progress=progress, prespawn=False) as evaluator:
+        with Evaluator(problem, options_from(args, settings.peaks), on_progress=progress, prespawn=False) as evaluator:
             verdict = evaluator.evaluate(source)
     except EnvironmentProblem as exc:
         print(f"\nkevin-tui: cannot evaluate here: {exc}", file=sys.stderr)

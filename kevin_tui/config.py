@@ -3,8 +3,9 @@
 Config files are read in order, later ones overriding earlier ones: `$XDG_CONFIG_HOME/kevin-tui/
 config.toml` (`~/.config/...`), then `kevin-tui.toml` in the current directory; flags override both.
 Top-level keys are the long option names with `_` for `-` (`model`, `server`, `budget`, `device`,
-`temperature`, ...); a `[sampling]` table is accepted for the sampling options, and `[keys]` remaps
-the app's keys by binding id (`continue = "space"`).
+`temperature`, ...); a `[sampling]` table is accepted for the sampling options, `[keys]` remaps
+the app's keys by binding id (`continue = "space"`), and `[peaks."H100"]` (bandwidth_gbs, fp32_tflops,
+tensor_tflops) overrides a device's speed-of-light figures.
 
 Two scopes: `BackendConfig` (kevin_tui.models.factory) says which model to talk to and can serve
 many problems in one process; `ProblemConfig` is everything one problem's run needs. `RunConfig`
@@ -38,6 +39,7 @@ class Settings:
     values: dict[str, Any] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
+    peaks: dict[str, dict] = field(default_factory=dict)  # device name -> speed-of-light figures
 
 
 def config_files(cwd: Path | None = None) -> list[Path]:
@@ -48,6 +50,7 @@ def config_files(cwd: Path | None = None) -> list[Path]:
 def load_settings(files: list[Path] | None = None) -> Settings:
     values: dict[str, Any] = {}
     keys: dict[str, str] = {}
+    peaks: dict[str, dict] = {}
     sources: list[str] = []
     for path in files if files is not None else config_files():
         if not path.exists():
@@ -58,9 +61,10 @@ def load_settings(files: list[Path] | None = None) -> Settings:
             raise ConfigError(f"bad configuration file {path}: {exc}") from None
         sampling = data.pop("sampling", {})
         keys.update(data.pop("keys", {}))
+        peaks.update(data.pop("peaks", {}))
         values.update({k.replace("-", "_"): v for k, v in {**data, **sampling}.items()})
         sources.append(str(path))
-    return Settings(values, keys, tuple(sources))
+    return Settings(values, keys, tuple(sources), peaks)
 
 
 @dataclass(frozen=True)

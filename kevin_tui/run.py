@@ -21,7 +21,7 @@ from kevin_tui import __version__
 from kevin_tui.config import ProblemConfig
 from kevin_tui.errors import EXIT_USAGE, KevinError
 from kevin_tui.evaluator import EnvironmentProblem, Evaluator
-from kevin_tui.evaluator.evaluator import ProgressFn
+from kevin_tui.evaluator.host.evaluator import ProgressFn
 from kevin_tui.loop import Agent, Listener, LoopConfig
 from kevin_tui.models.base import Backend, Sampling
 from kevin_tui.models.tokens import PromptTokens

@@ -60,3 +60,15 @@ def test_without_a_gpu_or_a_server_no_backend_is_chosen(monkeypatch):
     small = run_config(parser.parse_args(["optimize", "p.py", "--backend", "transformers", "--model", "/m"]),
                        load_settings([]))  # fmt: skip
     assert small.backend.resolved_backend() == "transformers"
+
+
+def test_speed_of_light_figures_and_the_sandbox_come_from_the_configuration(tmp_path):
+    project = tmp_path / "kevin-tui.toml"
+    project.write_text('sandbox = "required"\nshapes = "strict"\n[peaks."RTX 6000 Ada"]\nbandwidth_gbs = 960\n'
+                       "fp32_tflops = 91.1\ntensor_tflops = 364\n")  # fmt: skip
+    settings = load_settings([project])
+    parser = build_parser()
+    assert apply_settings(parser, settings) == []
+    evaluation = run_config(parser.parse_args(["optimize", "p.py"]), settings).problem.evaluation
+    assert evaluation.peaks == {"RTX 6000 Ada": {"bandwidth_gbs": 960, "fp32_tflops": 91.1, "tensor_tflops": 364}}
+    assert evaluation.sandbox == "required" and evaluation.shapes == "strict"

@@ -124,7 +124,7 @@ def add_eval_options(parser: argparse.ArgumentParser, device_aliases: tuple[str,
     parser.add_argument("--cache-dir", type=Path, default=None, help="where builds are kept")
 
 
-def options_from(args: argparse.Namespace) -> EvalOptions:
+def options_from(args: argparse.Namespace, peaks: dict[str, dict] | None = None) -> EvalOptions:
     options = EvalOptions(
         device=args.device,
         trials=args.trials,
@@ -141,6 +141,7 @@ def options_from(args: argparse.Namespace) -> EvalOptions:
         shapes=args.shapes,
         sandbox=args.sandbox,
         memory_limit=args.memory_limit,
+        peaks=peaks or None,
     )
     if args.cache_dir is not None:
         options.cache_dir = args.cache_dir

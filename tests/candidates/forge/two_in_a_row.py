@@ -10,7 +10,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from kevin_tui.evaluator import Evaluator  # noqa: E402
-from kevin_tui.evaluator.evaluator import EvalOptions  # noqa: E402
+from kevin_tui.evaluator import EvalOptions  # noqa: E402
 from kevin_tui.problem import load_problem  # noqa: E402
 
 parser = argparse.ArgumentParser()

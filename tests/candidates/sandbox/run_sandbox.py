@@ -94,7 +94,7 @@ def is_our_worker(pid: int) -> bool:
 def judge_safe(name: str, base: Path, listener: Listener) -> None:
     sys.path.insert(0, str(ROOT))
     from kevin_tui.evaluator import Evaluator
-    from kevin_tui.evaluator.evaluator import EvalOptions
+    from kevin_tui.evaluator import EvalOptions
     from kevin_tui.problem import load_problem
 
     source = (HERE / f"{name}.py").read_text()
