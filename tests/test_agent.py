@@ -55,7 +55,7 @@ def test_an_edit_is_its_own_turn_marked_as_the_users(tmp_path, evaluator):
     assert turn.candidates[0].status == "incorrect" and edited.candidates[0].status == "correct"
     assert [a.number for a in agent.attempts] == [1, 2] and agent.attempts[-1].edited_by_user
     prompt = agent.builder.build(agent.attempts).text
-    assert "### Attempt 2 (edited by the user before evaluation)" in prompt
+    assert "The user edited this code by hand before it was evaluated." in prompt
     (edit,) = load_session(tmp_path / "s.jsonl").of_type(EditEvent)
     assert edit.base == [0, 1, 0] and edit.turn == 2
 

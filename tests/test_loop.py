@@ -68,8 +68,8 @@ def test_three_turns_with_scripted_replies(tmp_path, script, build_cache, monkey
     assert session.header.problem["sha256"] and session.header.backend == "scripted"
     assert session.state == "finished" and session.best_speedup == turns[2]["speedup"]
     prompts = [e.text for e in session.of_type(PromptEvent)]
-    assert "Your answer could not be used: the reply has no code block" in prompts[1]
-    assert "The code ran but its output is wrong" in prompts[2]
+    assert "Your previous answer failed to be parsed due to not adhering to the desired formatting" in prompts[1]
+    assert "Your previous answer was incorrect. Here is the error message:" in prompts[2]
     assert all("SECRET-CHAIN-OF-THOUGHT" not in p for p in prompts)  # reasoning is saved, never resent
     assert "SECRET-CHAIN-OF-THOUGHT" in session.of_type(ReplyEvent)[0].reasoning
 
@@ -93,10 +93,8 @@ def test_notes_and_resume_continue_the_history(tmp_path, script, build_cache, mo
     assert second.stdout.startswith("turn 2:")
     session = only_session(tmp_path)
     last_prompt = session.of_type(PromptEvent)[-1].text
-    assert (
-        "### Attempt 1" in last_prompt
-        and "A note from the user for this attempt: Use a grid-stride loop." in last_prompt
-    )
+    assert "Here are your previous attempts:" in last_prompt
+    assert "Here is a note from the user: Use a grid-stride loop." in last_prompt
     assert [e.turn for e in session.of_type(AttemptEvent)] == [1, 2]
 
 
