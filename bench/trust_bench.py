@@ -180,7 +180,8 @@ def figures(args: argparse.Namespace) -> None:
 
     kernelbench = REPO.parent / "shared" / "kernelbench"
     for problem, candidate in FIGURES:
-        with Evaluator(load_problem(kernelbench / problem), EvalOptions(device=args.device)) as evaluator:
+        options = EvalOptions(device=args.device, profile=True, shapes="warn")
+        with Evaluator(load_problem(kernelbench / problem), options) as evaluator:
             verdict = evaluator.evaluate((REPO / "tests" / "candidates" / candidate).read_text())
         print(f"{problem} with {candidate}: {verdict.status.value}: {verdict.message}")
         print(f"  clock: {verdict.clock}; sandbox: {verdict.sandbox}")

@@ -79,7 +79,7 @@ def test_a_time_below_the_bound_is_impossible_and_gpus_are_known():
 
 @pytest.fixture(scope="module")
 def relu_timed(relu_problem, build_cache):
-    options = EvalOptions(device="cpu", timing_trials=20, cache_dir=build_cache)
+    options = EvalOptions(device="cpu", timing_trials=20, profile=True, cache_dir=build_cache)
     with Evaluator(relu_problem, options) as evaluator:
         yield evaluator
 
@@ -107,7 +107,7 @@ def test_coverage_tells_torch_from_the_candidates_own_code(relu_timed):
 
 def test_a_kernel_specialised_to_the_problems_shapes_is_flagged_or_failed_under_strict(relu_problem, build_cache):
     source = (CANDIDATES / "honest" / "relu_fixed_shape.py").read_text()
-    options = EvalOptions(device="cpu", timing=False, cache_dir=build_cache)
+    options = EvalOptions(device="cpu", timing=False, shapes="warn", cache_dir=build_cache)
     with Evaluator(relu_problem, options) as evaluator:
         verdict = evaluator.evaluate(source)
         honest = evaluator.evaluate(candidate("relu_torch.py"))

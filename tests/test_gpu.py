@@ -12,7 +12,7 @@ pytestmark = pytest.mark.gpu
 
 @pytest.fixture(scope="module")
 def relu_gpu(relu_problem, build_cache):
-    options = EvalOptions(device="cuda", cache_dir=build_cache, build_timeout_s=600)
+    options = EvalOptions(device="cuda", cache_dir=build_cache, build_timeout_s=600, profile=True, shapes="warn")
     with Evaluator(relu_problem, options) as evaluator:
         yield evaluator
 

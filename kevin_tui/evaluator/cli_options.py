@@ -102,6 +102,12 @@ def add_eval_options(parser: argparse.ArgumentParser, device_aliases: tuple[str,
         "sizes): a failure there is a shape_specialised warning, or incorrect under strict (default warn)",
     )
     parser.add_argument(
+        "--no-profile",
+        dest="profile",
+        action="store_false",
+        help="skip the profile of a correct kernel (where its time goes, custom-kernel coverage)",
+    )
+    parser.add_argument(
         "--no-near-duplicates",
         dest="near_duplicates",
         action="store_false",
@@ -139,6 +145,7 @@ def options_from(args: argparse.Namespace, peaks: dict[str, dict] | None = None)
         rtol=args.rtol,
         near_duplicates=args.near_duplicates,
         shapes=args.shapes,
+        profile=args.profile,
         sandbox=args.sandbox,
         memory_limit=args.memory_limit,
         peaks=peaks or None,

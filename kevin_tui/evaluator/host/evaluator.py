@@ -55,8 +55,9 @@ class EvalOptions:
     atol: float | None = None
     rtol: float | None = None
     near_duplicates: bool = True
-    profile: bool = True  # a torch.profiler digest of one call after a correct verdict
-    shapes: str = "warn"  # other input sizes after a correct verdict: "off", "warn" or "strict"
+    # Evidence after a correct verdict (the command line turns both on; a library caller chooses):
+    profile: bool = False  # a torch.profiler digest of one call, and custom-kernel coverage
+    shapes: str = "off"  # other input sizes: "off", "warn" or "strict"
     sandbox: str = "auto"
     memory_limit: int | None = None  # bytes per worker; None: half the machine's memory
     peaks: dict[str, dict] | None = None  # device name -> {bandwidth_gbs, fp32_tflops, tensor_tflops}
