@@ -79,7 +79,7 @@ def planted(request, tmp_path_factory, build_cache):
         ("kill_the_caller.py", Status.CORRECT),
         ("phone_home.py", Status.CORRECT),
         ("write_outside.py", Status.CORRECT),
-        ("daemon.py", Status.CORRECT),
+        ("daemon.py", {Status.CORRECT, Status.REJECTED}),  # under unshare the worker adopts the orphan and says so
         ("fork_bomb.py", Status.RUNTIME_ERROR),
         ("allocate_50gb.py", Status.RUNTIME_ERROR),
     ],
@@ -87,14 +87,15 @@ def planted(request, tmp_path_factory, build_cache):
 def test_an_escape_attempt_gets_a_clean_verdict_and_finds_nothing(planted, name, status):
     evaluator, project, listener = planted
     verdict = evaluator.evaluate((ESCAPES / name).read_text())
-    assert verdict.status is status, f"{name}: {verdict.status} {verdict.message}"
+    allowed = status if isinstance(status, set) else {status}
+    assert verdict.status in allowed, f"{name}: {verdict.status} {verdict.message}"
     assert verdict.sandbox == evaluator.sandbox.kind
     assert not listener.reached, "the candidate reached a loopback server"
     assert (project / "planted.txt").read_text() == "untouched"
     assert sorted(p.name for p in project.iterdir()) == ["planted.txt", "relu.py"]
     assert gone_within("kevin-escape-daemon", 1.0), "a process of the candidate outlived its verdict"
     assert not any(Path(evaluator.options.cache_dir, "builds").glob("kevin-escape*"))
-    if status is Status.RUNTIME_ERROR:
+    if status == Status.RUNTIME_ERROR:
         assert "no process limit" not in verdict.message and "Traceback" not in verdict.message
 
 

@@ -138,7 +138,7 @@ def test_note_reaches_the_next_prompt(make_app):
 
     asyncio.run(run())
     prompt = session_of(app).of_type(PromptEvent)[-1].text
-    assert "A note from the user for this attempt: use float4" in prompt
+    assert "Here is a note from the user: use float4" in prompt
 
 
 def test_edit_with_the_inline_editor_is_evaluated_as_the_users_attempt(make_app):

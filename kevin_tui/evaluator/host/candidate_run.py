@@ -291,6 +291,10 @@ class CandidateRun:
         deadline = time.monotonic() + self.options.build_timeout_s
         try:
             record = self.evaluator.broker.build(request, self.evaluator.versions, self.source, deadline)
+        except WorkerTimeout:
+            limit = self.options.build_timeout_s
+            message = f"no result within {limit:.0f} s in the build phase; the builder's process group was killed"
+            raise Decided(Verdict(Status.TIMEOUT, message)) from None
         finally:
             self.enter("load")
         self.builds.append(record)

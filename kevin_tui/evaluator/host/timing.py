@@ -52,9 +52,9 @@ class TimingPlan:
     @classmethod
     def for_device(cls, device: str, timing_trials: int | None = None) -> TimingPlan:
         rounds = CUDA_ROUNDS if device.startswith("cuda") else CPU_ROUNDS
-        if timing_trials:
-            rounds = min(rounds, max(2, timing_trials))
-            return cls(rounds, fixed_calls=max(1, math.ceil(timing_trials / rounds)))
+        if timing_trials:  # about that many calls in all, never fewer than 3 per round nor 3 rounds
+            calls = max(MIN_CALLS, math.ceil(timing_trials / rounds))
+            return cls(max(3, min(rounds, math.ceil(timing_trials / calls))), fixed_calls=calls)
         return cls(rounds)
 
     def calls_per_round(self, device: str, per_call_ms: float, output_bytes: int) -> int:

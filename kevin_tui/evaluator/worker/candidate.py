@@ -191,11 +191,13 @@ class CandidateRun:
         self.channel.emit("pool_ready")
 
     def round(self, command: dict[str, Any]) -> None:
+        """One timing round: the same loop as the reference's; the tripwires run after the reply, outside
+        the window the host measures (a violation ends the run at the next command)."""
         leftover = LeftoverGuard()
         samples, synced = self.guarded("timing forward", lambda: self.timer.round(command["calls"]))
-        self.untouched(leftover, f"timing round {command['round']}")
         self.channel.emit("round_done", round=command["round"], samples_ms=samples, synced_ms=synced,
                           control_ms=self.timer.control_ms)  # fmt: skip
+        self.untouched(leftover, f"timing round {command['round']}")
 
     def output(self, command: dict[str, Any]) -> None:
         path = self.scratch / f"timed-{command['round']}.kt"
