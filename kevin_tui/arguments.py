@@ -37,6 +37,7 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--keep-server", action="store_true", help="vllm: leave the server running on exit")
     group.add_argument("--script", type=Path, help="scripted: a JSON list of {reasoning, answer} replies to replay")
     group.add_argument("--script-rate", type=float, default=0.0, help="scripted: chunks per second (0: at once)")
+    group.add_argument("--script-delay", type=float, default=0.0, help="scripted: seconds before each reply starts")
 
 
 def add_prompt_options(parser: argparse.ArgumentParser) -> None:
@@ -169,6 +170,7 @@ def backend_config(args: argparse.Namespace) -> BackendConfig:
         keep_server=args.keep_server,
         script=args.script,
         script_rate=args.script_rate,
+        script_delay=args.script_delay,
     )
 
 
