@@ -20,7 +20,7 @@ from typing import Any
 
 from kevin_tui import __version__
 from kevin_tui.errors import EXIT_USAGE, KevinError
-from kevin_tui.problem import load_problem
+from kevin_tui.problem import Problem
 
 MANIFEST = "run.json"
 SCHEMA = 1
@@ -84,7 +84,7 @@ class Manifest:
             )
         if not problems:
             raise RunDirectoryError("batch needs at least one problem file")
-        entries = [ProblemEntry(key, str(path.resolve()), load_problem(path).sha256)
+        entries = [ProblemEntry(key, str(path.resolve()), source_sha256(path))
                    for key, path in zip(problem_keys(problems), problems, strict=True)]  # fmt: skip
         directory.mkdir(parents=True, exist_ok=True)
         created = datetime.now(UTC).isoformat(timespec="seconds")
@@ -124,3 +124,12 @@ def problem_keys(paths: list[Path]) -> list[str]:
         seen[key] = seen.get(key, 0) + 1
         unique.append(key if keys.count(key) == 1 else f"{key}-{seen[key]}")
     return unique
+
+
+def source_sha256(path: Path | str) -> str:
+    """The problem file's hash as sessions record it; whether it is a usable problem is found out
+    when it is opened (an unusable one is skipped then, with why)."""
+    try:
+        return Problem(Path(path), Path(path).read_text()).sha256
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunDirectoryError(f"{path}: cannot read it ({exc})") from None

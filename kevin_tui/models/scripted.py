@@ -6,9 +6,10 @@ The script is a JSON list of {"reasoning": ..., "answer": ...}; each request tak
 
 When requests run concurrently (batch mode), their order says nothing, so a reply may instead say
 which prompts it answers: `"when": [texts]` the prompt must all contain. A request gets the entry
-whose `when` matches the most texts; among equally good ones, the n-th request with the same prompt
-gets the n-th (as sampling the same prompt twice gives two replies). Which reply a prompt gets
-then depends on the prompt alone, whatever the order.
+whose `when` matches the most texts; among equally good ones, the one a sampling seed picks
+(seed mod their number), else the n-th request with the same prompt gets the n-th (as sampling the
+same prompt twice gives two replies). Which reply a prompt gets then depends on the prompt (and
+the seed) alone, whatever the order.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class ScriptedBackend:
         self.calls = 0
         self._asked: dict[str, int] = {}  # keyed scripts: how often each prompt was asked
 
-    def _pick(self, messages: list[dict[str, str]]) -> dict:
+    def _pick(self, messages: list[dict[str, str]], seed: int | None) -> dict:
         if not self.keyed:
             return self.replies[min(self.calls, len(self.replies) - 1)]
         prompt = "\n".join(m["content"] for m in messages)
@@ -59,10 +60,10 @@ class ScriptedBackend:
         best = [r for r in matching if len(r["when"]) == most]
         asked = self._asked.get(prompt, 0)
         self._asked[prompt] = asked + 1
-        return best[asked % len(best)]
+        return best[(asked if seed is None else seed) % len(best)]
 
     async def stream(self, messages: list[dict[str, str]], sampling: Sampling) -> AsyncIterator[Delta | StreamEnd]:
-        reply = self._pick(messages)
+        reply = self._pick(messages, sampling.seed)
         self.calls += 1
         await asyncio.sleep(self.delay)
         produced = 0
