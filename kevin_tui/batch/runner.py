@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
 from dataclasses import asdict, dataclass, replace
@@ -79,6 +80,7 @@ class Placement:
     shared: set[str]
     judge: JudgeFactory
     remote: bool
+    close: Callable[[], None] = lambda: None
 
 
 class BatchRunner:
@@ -117,7 +119,9 @@ class BatchRunner:
         return EXIT_INCOMPLETE if self.incomplete else EXIT_OK
 
     def _problem_config(self, entry: ProblemEntry, device: str) -> ProblemConfig:
-        evaluation = replace(self.config.problem.evaluation, device=device)
+        evaluation = self.config.problem.evaluation
+        if not self.placement.remote:  # Ray places each task on a device itself
+            evaluation = replace(evaluation, device=device)
         return replace(self.config.problem, problem=Path(entry.path), resume=None, sessions_dir=self.manifest.sessions,
                        trajectories=1, candidates=1, evaluation=evaluation)  # fmt: skip
 
@@ -221,13 +225,14 @@ def trajectory_backend(config: BatchConfig, trajectory: int) -> BackendConfig:
 
 def placement(config: BatchConfig) -> Placement:
     """Where kernels are judged: the devices given (here), or Ray tasks."""
-    devices = [resolve_device(d) for d in config.eval_devices]
+    devices = [d if config.ray else resolve_device(d) for d in config.eval_devices]
     if len(set(devices)) != len(devices):
         raise RunDirectoryError(f"--eval-devices names a device twice: {', '.join(config.eval_devices)}")
     if config.ray:
         from kevin_tui.batch.remote import ray_judge
 
-        return Placement(devices[:1], set(), ray_judge(config.ray), remote=True)
+        judge, close = ray_judge(config.ray)
+        return Placement(["ray"], set(), judge, remote=True, close=close)
     kind = config.backend.resolved_backend()
     shared = set() if config.eval_while_generating else model_devices(kind, config.backend.tensor_parallel_size)
     return Placement(devices, shared & set(devices), Evaluator, remote=False)
@@ -260,6 +265,9 @@ async def run_batch(config: BatchConfig) -> tuple[int, Manifest]:
                  f"{config.problem.trajectories} trajectories x {config.turns} turns; evaluation on "
                  f"{'Ray' if where.remote else ', '.join(where.devices)}")  # fmt: skip
     runner = BatchRunner(config, manifest, progress, where)
-    async with progress.shown(config.live, config.progress_every):
-        code = await runner.run()
+    try:
+        async with progress.shown(config.live, config.progress_every):
+            code = await runner.run()
+    finally:
+        where.close()
     return code, manifest
