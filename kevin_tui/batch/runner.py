@@ -50,8 +50,10 @@ EXIT_CANNOT_EVALUATE_HERE = 4
 def protocol_of(config: BatchConfig) -> dict[str, Any]:
     """What makes two runs comparable: recorded at the start, taken back by --resume."""
     evaluation = {k: v for k, v in asdict(config.problem.evaluation).items() if k not in ("device", "cache_dir")}
+    backend = config.backend
+    model = f"scripted:{backend.script.name}" if backend.backend == "scripted" and backend.script else backend.model
     return {
-        "trajectories": config.problem.trajectories, "turns": config.turns, "model": config.backend.model,
+        "trajectories": config.problem.trajectories, "turns": config.turns, "model": model,
         "sampling": asdict(config.backend.sampling), "budget": config.problem.budget,
         "prompts": str(config.problem.prompts) if config.problem.prompts else None, "evaluation": evaluation,
     }  # fmt: skip
@@ -65,7 +67,8 @@ def resumed_config(config: BatchConfig, manifest: Manifest) -> BatchConfig:
         config.problem, trajectories=protocol["trajectories"], budget=protocol["budget"],
         prompts=Path(protocol["prompts"]) if protocol["prompts"] else None, evaluation=evaluation,
     )  # fmt: skip
-    backend = replace(config.backend, model=protocol["model"], sampling=Sampling(**protocol["sampling"]))
+    model = config.backend.model if config.backend.backend == "scripted" else protocol["model"]
+    backend = replace(config.backend, model=model, sampling=Sampling(**protocol["sampling"]))
     return replace(config, backend=backend, problem=problem, turns=protocol["turns"])
 
 
