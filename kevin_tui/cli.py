@@ -156,8 +156,7 @@ def cmd_batch(args: argparse.Namespace, settings: Settings) -> int:
         print("kevin-tui: batch needs problem files (or --resume RUN)", file=sys.stderr)
         return EXIT_USAGE
     config = batch_config(args)
-    if not config.ray:
-        config.backend.resolved_backend()  # no GPU and no server: said now, before anything starts
+    config.backend.resolved_backend()  # no GPU and no server: said now, before anything starts
     return asyncio.run(run_batch_command(config))
 
 

@@ -133,3 +133,14 @@ def test_scripted_replies_follow_their_prompt_and_the_seed(tmp_path):
     assert ask("problem X", seed=1) == "first, branch b" and ask("problem X", seed=0) == "first, branch a"
     assert ask("problem X ... first, branch a") == "after a"  # the most specific match wins
     assert [ask("problem X again"), ask("problem X again")] == ["first, branch a", "first, branch b"]
+
+
+def test_batch_usage_errors_are_said_at_once(tmp_path, capsys):
+    from kevin_tui.cli import main
+
+    for argv, said in ((["batch", "--backend", "scripted", "--script", "x.json"], "needs problem files"),
+                       (["batch", "report", str(tmp_path)], "not a batch run"),
+                       (["batch", "p.py", "--resume", str(tmp_path)], "give no problem files")):  # fmt: skip
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        assert exited.value.code == 2 and said in capsys.readouterr().err

@@ -30,6 +30,7 @@ from kevin_tui.batch.progress import Progress
 from kevin_tui.batch.results import load_run
 from kevin_tui.batch.scheduling import Lanes, model_devices, resolve_device
 from kevin_tui.config import BatchConfig, ProblemConfig, RunConfig
+from kevin_tui.device_gate import Gate
 from kevin_tui.driver import Driver, Report
 from kevin_tui.errors import KevinError
 from kevin_tui.evaluator import EnvironmentProblem, Evaluator
@@ -37,7 +38,7 @@ from kevin_tui.judge import JudgeFactory
 from kevin_tui.models.base import Backend, BackendError, Sampling
 from kevin_tui.models.factory import BackendConfig, open_backend
 from kevin_tui.run import ProblemScope, RunError, open_problem
-from kevin_tui.session import SessionError, load_session
+from kevin_tui.session import Session, SessionError, load_session
 
 EXIT_OK = 0
 EXIT_INCOMPLETE = 1
@@ -173,7 +174,7 @@ class BatchRunner:
             return str(exc)
         return None if sha256 == entry.sha256 else f"{entry.path} changed since the run began"
 
-    def _session(self, entry: ProblemEntry, trajectory: int):
+    def _session(self, entry: ProblemEntry, trajectory: int) -> Session | None:
         path = self.manifest.session_path(entry.key, trajectory)
         if not path.exists():
             return None
@@ -183,7 +184,7 @@ class BatchRunner:
             raise RunDirectoryError(f"cannot resume: {exc}") from None
 
     async def _trajectories(
-        self, entry: ProblemEntry, scope: ProblemScope, backend: Backend, gate, sessions: list
+        self, entry: ProblemEntry, scope: ProblemScope, backend: Backend, gate: Gate, sessions: list[Session | None]
     ) -> bool:
         """Every unfinished trajectory of one problem, side by side; True when all are finished."""
         async with AsyncExitStack() as stack:
