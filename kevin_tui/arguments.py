@@ -7,9 +7,10 @@ This module and cli.py are the only ones that know argparse: everything below ge
 from __future__ import annotations
 
 import argparse
+from datetime import datetime
 from pathlib import Path
 
-from kevin_tui.config import ProblemConfig, RunConfig, Settings
+from kevin_tui.config import BatchConfig, ProblemConfig, RunConfig, Settings
 from kevin_tui.evaluator.cli_options import add_eval_options, options_from, positive_int
 from kevin_tui.models.base import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, DEFAULT_TEMPERATURE, DEFAULT_TOP_P, Sampling
 from kevin_tui.models.factory import BACKENDS, BackendConfig
@@ -37,6 +38,7 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--keep-server", action="store_true", help="vllm: leave the server running on exit")
     group.add_argument("--script", type=Path, help="scripted: a JSON list of {reasoning, answer} replies to replay")
     group.add_argument("--script-rate", type=float, default=0.0, help="scripted: chunks per second (0: at once)")
+    group.add_argument("--script-delay", type=float, default=0.0, help="scripted: seconds before each reply starts")
 
 
 def add_prompt_options(parser: argparse.ArgumentParser) -> None:
@@ -119,6 +121,38 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval_options(p_opt, device_aliases=("--eval-device",))
     add_backend_options(p_opt)
 
+    p_batch = sub.add_parser(
+        "batch",
+        help="Kevin's evaluation protocol over many problems, with the paper's table (and `batch report RUN`)",
+        description="Run K trajectories of N turns on each PROBLEM with one model, as Kevin was evaluated "
+        "(16 x 8), every request in flight at once up to --concurrency, kernels built in parallel and timed one "
+        "at a time per evaluation device. Each trajectory is a session file in --out; --resume continues a "
+        "killed run. `kevin-tui batch report RUN [RUN]` prints and writes the report (two runs side by side).",
+    )
+    p_batch.add_argument("problems", nargs="*", type=Path, help="problem files (KernelBench form)")
+    p_batch.add_argument("--out", type=Path, help="the run directory (default runs/batch-<date>)")
+    p_batch.add_argument("--resume", type=Path, metavar="RUN", help="continue the run in RUN where it stopped")
+    p_batch.add_argument("--trajectories", type=positive_int, default=16, help="per problem (default 16, as Kevin)")
+    p_batch.add_argument("--turns", type=positive_int, default=8, help="per trajectory (default 8, as Kevin)")
+    p_batch.add_argument("--concurrency", type=positive_int, default=16, help="replies streaming at once (default 16)")
+    p_batch.add_argument("--build-jobs", type=positive_int, default=None, help="kernels building at once (default: "
+                         "the CPU count)")  # fmt: skip
+    p_batch.add_argument("--open-problems", type=positive_int, default=None,
+                         help="problems open at once (default: enough to fill --concurrency)")  # fmt: skip
+    p_batch.add_argument("--eval-while-generating", action="store_true",
+                         help="time kernels on the model's GPU while it generates (faster, noisier)")  # fmt: skip
+    p_batch.add_argument("--ray", metavar="ADDRESS", help="evaluate as Ray tasks: 'local' (a new local instance), "
+                         "'auto' (the running cluster) or a Ray address (needs kevin-tui[ray])")  # fmt: skip
+    p_batch.add_argument("--export", type=Path, metavar="FILE", help="write every turn as RL training data (JSONL)")
+    shown = p_batch.add_mutually_exclusive_group()
+    shown.add_argument("--live", dest="live", action="store_true", default=None, help="the live display")
+    shown.add_argument("--no-live", dest="live", action="store_false", help="plain progress lines")
+    p_batch.add_argument("--progress-every", type=float, default=30.0, metavar="SECONDS",
+                         help="seconds between progress lines without the live display (default 30)")  # fmt: skip
+    add_prompt_options(p_batch)
+    add_eval_options(p_batch, device_aliases=("--eval-devices",))
+    add_backend_options(p_batch)
+
     p_replay = sub.add_parser("replay", help="walk through a saved session (no model, no GPU needed)")
     p_replay.add_argument("file", type=Path, help="a session file (sessions/<id>.jsonl)")
     p_replay.add_argument("--headless", action="store_true", help="print the turns instead of opening the TUI")
@@ -169,6 +203,7 @@ def backend_config(args: argparse.Namespace) -> BackendConfig:
         keep_server=args.keep_server,
         script=args.script,
         script_rate=args.script_rate,
+        script_delay=args.script_delay,
     )
 
 
@@ -195,4 +230,45 @@ def run_config(args: argparse.Namespace, settings: Settings) -> RunConfig:
         json=args.json,
         inline_editor=args.inline_editor,
         keys=dict(settings.keys),
+    )
+
+
+def build_report_parser() -> argparse.ArgumentParser:
+    """`kevin-tui batch report RUN [RUN]`: parsed apart, since `batch` itself takes problem files."""
+    parser = argparse.ArgumentParser(
+        prog="kevin-tui batch report",
+        description="Print a batch run's report (Kevin's Table 1: best@k and avg@k correctness, mean and geometric-"
+        "mean speedup, fast_p; per problem; best speedup by turn) and write it as Markdown, CSV, JSON and a PNG plot. "
+        "With two runs, side by side.",
+    )
+    parser.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="one run directory, or two to compare")
+    parser.add_argument(
+        "--out", type=Path, help="where to write the files (default RUN/report, or RUN/report-vs-OTHER)"
+    )
+    parser.add_argument("--export", type=Path, metavar="FILE", help="also write the first run's turns as RL data")
+    return parser
+
+
+def batch_config(args: argparse.Namespace) -> BatchConfig:
+    """The typed configuration of a `batch` run, built once."""
+    problem = ProblemConfig(
+        budget=args.budget, prompts=args.prompts, trajectories=args.trajectories, evaluation=options_from(args)
+    )
+    out = args.resume or args.out or Path("runs") / f"batch-{datetime.now():%Y%m%d-%H%M%S}"
+    return BatchConfig(
+        backend=backend_config(args),
+        problem=problem,
+        problems=tuple(args.problems),
+        turns=args.turns,
+        out=out,
+        resume=args.resume is not None,
+        concurrency=args.concurrency,
+        build_jobs=args.build_jobs or 0,
+        eval_devices=tuple(d.strip() for d in args.device.split(",") if d.strip()),
+        eval_while_generating=args.eval_while_generating,
+        open_problems=args.open_problems or 0,
+        ray=args.ray,
+        export=args.export,
+        live=args.live,
+        progress_every=args.progress_every,
     )

@@ -13,7 +13,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from kevin_tui.arguments import apply_settings, backend_config, build_parser, run_config
+from kevin_tui.arguments import (
+    apply_settings,
+    backend_config,
+    batch_config,
+    build_parser,
+    build_report_parser,
+    run_config,
+)
 from kevin_tui.config import Settings, load_settings
 from kevin_tui.errors import EXIT_USAGE, KevinError
 from kevin_tui.evaluator import EnvironmentProblem, Evaluator
@@ -137,6 +144,28 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_batch(args: argparse.Namespace, settings: Settings) -> int:
+    import asyncio
+
+    from kevin_tui.batch.cli import run_batch_command
+
+    if args.resume and args.problems:
+        print("kevin-tui: --resume takes its problems from the run; give no problem files", file=sys.stderr)
+        return EXIT_USAGE
+    if not args.resume and not args.problems:
+        print("kevin-tui: batch needs problem files (or --resume RUN)", file=sys.stderr)
+        return EXIT_USAGE
+    config = batch_config(args)
+    config.backend.resolved_backend()  # no GPU and no server: said now, before anything starts
+    return asyncio.run(run_batch_command(config))
+
+
+def cmd_batch_report(args: argparse.Namespace, settings: Settings) -> int:
+    from kevin_tui.batch.cli import report_command
+
+    return report_command(args.runs, args.out, args.export)
+
+
 def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
     from kevin_tui.headless import list_sessions
 
@@ -158,7 +187,8 @@ def cmd_cache(args: argparse.Namespace, settings: Settings) -> int:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "demo": cmd_demo, "eval": cmd_eval, "ask": cmd_ask, "optimize": cmd_optimize, "replay": cmd_replay,
-    "sessions": cmd_sessions, "undo": cmd_undo, "cache": cmd_cache,
+    "sessions": cmd_sessions, "undo": cmd_undo, "cache": cmd_cache, "batch": cmd_batch,
+    "batch-report": cmd_batch_report,
 }  # fmt: skip
 
 
@@ -171,7 +201,12 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     for key in apply_settings(parser, settings):
         print(f"kevin-tui: ignoring unknown setting {key!r} in {', '.join(settings.sources)}", file=sys.stderr)
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:2] == ["batch", "report"]:
+        args = build_report_parser().parse_args(argv[2:])
+        args.command = "batch-report"
+    else:
+        args = parser.parse_args(argv)
     try:
         code = COMMANDS[args.command](args, settings)
     except KevinError as exc:

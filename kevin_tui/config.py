@@ -96,3 +96,28 @@ class RunConfig:
     json: bool = False
     inline_editor: bool = False
     keys: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BatchConfig:
+    """A batch run (kevin_tui.batch): Kevin's evaluation protocol over many problems with one backend.
+
+    `problem` is the protocol every problem gets (budget, prompts, trajectories, evaluation
+    options); its problem and resume fields are unused. The rest says where the run goes and how
+    fast: requests in flight, build jobs, evaluation devices, Ray."""
+
+    backend: BackendConfig = field(default_factory=BackendConfig)
+    problem: ProblemConfig = field(default_factory=ProblemConfig)
+    problems: tuple[Path, ...] = ()
+    turns: int = 8
+    out: Path = Path("runs/batch")
+    resume: bool = False
+    concurrency: int = 16  # replies streaming at once, across problems
+    build_jobs: int = 0  # kernels building at once; 0: the CPU count
+    eval_devices: tuple[str, ...] = ("auto",)
+    eval_while_generating: bool = False  # time kernels on the model's own GPU while it generates
+    open_problems: int = 0  # problems with a reference running at once; 0: enough to fill concurrency
+    ray: str | None = None  # "local", "auto" or a Ray address: evaluate as Ray tasks
+    export: Path | None = None  # write the RL training records (prompt, response, verdict, reward) here
+    live: bool | None = None  # the live display; None: when stderr is a terminal
+    progress_every: float = 30.0  # seconds between progress lines when not live

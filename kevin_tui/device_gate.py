@@ -4,16 +4,36 @@ Kernels are evaluated one at a time (one reference worker; timings must not over
 model runs on this machine too (vLLM or transformers), an evaluation also waits for running
 generations to finish and holds new ones back until it is done, so a kernel is never timed while
 the model computes on the same device. Waiting evaluations go first, so they are never starved.
+
+`Gate` is what the driver asks before each step of a turn; batch mode (kevin_tui.batch.scheduling)
+has its own, which builds apart from checking and timing and shares limits across many problems.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Protocol
+
+
+class Gate(Protocol):
+    """When the driver may generate, build and evaluate."""
+
+    separate_builds: bool  # build every kernel before its evaluation, even one alone (batch mode)
+
+    def generating(self) -> AbstractAsyncContextManager[None]: ...
+
+    def building(self) -> AbstractAsyncContextManager[None]: ...
+
+    def evaluating(self) -> AbstractAsyncContextManager[None]: ...
 
 
 class DeviceGate:
+    """One problem's gate: builds take the evaluation's turn (on a CPU they would disturb timings)."""
+
+    separate_builds = False
+
     def __init__(self, exclusive: bool) -> None:
         self.exclusive = exclusive
         self._changed = asyncio.Condition()
@@ -52,3 +72,6 @@ class DeviceGate:
             async with self._changed:
                 self._evaluating = False
                 self._changed.notify_all()
+
+    def building(self) -> AbstractAsyncContextManager[None]:
+        return self.evaluating()

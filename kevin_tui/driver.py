@@ -11,8 +11,8 @@ back; they decide nothing. The driver decides:
 - edit: the edited kernel becomes its own turn, after the kernel it was edited from;
 - accept: exactly the candidate asked for, only if correct; a kernel slower than the reference, or
   a directory that is not a repository, is a question for the user first;
-- scheduling: trajectories run side by side; generation and evaluation share the device through a
-  gate (kevin_tui.device_gate);
+- scheduling: trajectories run side by side; generation, builds and evaluation share the machine
+  through a gate (kevin_tui.device_gate; batch mode brings its own, shared by many problems);
 - the session's stop and end events.
 
 Reports may come from worker threads (evaluation progress): a front end's reporter must be
@@ -30,15 +30,26 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kevin_tui.config import RunConfig
-from kevin_tui.device_gate import DeviceGate
+from kevin_tui.device_gate import DeviceGate, Gate
 from kevin_tui.loop import Agent, Candidate, Evaluating, Turn
-from kevin_tui.models.base import BackendError, Reply
+from kevin_tui.models.base import Backend, BackendError, Reply
 from kevin_tui.models.factory import open_backend
+from kevin_tui.protocol.prompt import estimate_tokens
 from kevin_tui.ranking import best_correct
 from kevin_tui.repo import AcceptInfo, GitProblem, KernelRepo, NotARepository, accept_beside
-from kevin_tui.run import Run, open_problem, open_run
+from kevin_tui.run import ProblemScope, Run, open_problem, open_run
 from kevin_tui.session import CandidateRef
-from kevin_tui.session.events import AcceptEvent, EndEvent, ErrorEvent, Event, PromptEvent, StopEvent, UndoEvent
+from kevin_tui.session.events import (
+    AcceptEvent,
+    EndEvent,
+    ErrorEvent,
+    EvaluationEvent,
+    Event,
+    PromptEvent,
+    ReplyEvent,
+    StopEvent,
+    UndoEvent,
+)
 from kevin_tui.views import CandidateView, views_of_turns
 
 FIRST_BUILD_HINT = "first build on this machine: precompiling headers, about a minute"
@@ -96,12 +107,29 @@ class TurnEnded:
 
 
 @dataclass(frozen=True)
+class Replied:
+    """A reply finished streaming: its length in tokens (the server's count, else an estimate)."""
+
+    ref: CandidateRef
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A candidate has its verdict."""
+
+    ref: CandidateRef
+    status: str
+    speedup: float | None
+
+
+@dataclass(frozen=True)
 class Notice:
     message: str
     severity: Severity = "information"
 
 
-Report = ModelStarting | Ready | TurnStarted | PromptBuilt | Phase | TurnEnded | Notice
+Report = ModelStarting | Ready | TurnStarted | PromptBuilt | Phase | TurnEnded | Replied | Judged | Notice
 Reporter = Callable[[Report], None]
 
 
@@ -153,7 +181,7 @@ class Driver:
         self.report = report
         self.run: Run | None = None
         self.tracks: list[Track] = []
-        self.gate = DeviceGate(exclusive=False)
+        self.gate: Gate = DeviceGate(exclusive=False)
         self._evaluating: CandidateRef | None = None
         self._ended = False  # a stop or end event is written
 
@@ -171,23 +199,39 @@ class Driver:
             def starting(elapsed: float, line: str) -> None:
                 report(ModelStarting(elapsed, line))
 
-            async with (
-                open_backend(config.backend, starting) as backend,
-                open_run(scope, backend, config.backend.sampling, driver._on_loop_event) as run,
-            ):
-                driver.run = run
-                driver.tracks = [Track(agent) for agent in run.agents]
-                driver.gate = DeviceGate(exclusive=backend_kind in ("vllm", "transformers"))
-                report(Ready())
-                try:
+            async with open_backend(config.backend, starting) as backend:
+                gate = DeviceGate(exclusive=backend_kind in ("vllm", "transformers"))
+                async with driver._running(scope, backend, gate):
                     yield driver
-                except (asyncio.CancelledError, KeyboardInterrupt):
-                    await driver._wind_down("interrupted")
-                    raise
-                except BaseException:
-                    await driver._wind_down("error")
-                    raise
-                await driver._wind_down("quit")
+
+    @classmethod
+    @asynccontextmanager
+    async def attach(
+        cls, config: RunConfig, report: Reporter, scope: ProblemScope, backend: Backend, gate: Gate
+    ) -> AsyncIterator[Driver]:
+        """A driver on a problem scope and a backend that the caller holds, with the caller's gate
+        (batch mode: one backend and one set of limits for many problems). Closing it ends the run
+        as `open` does; the scope and the backend stay open."""
+        driver = cls(config, report)
+        async with driver._running(scope, backend, gate):
+            yield driver
+
+    @asynccontextmanager
+    async def _running(self, scope: ProblemScope, backend: Backend, gate: Gate) -> AsyncIterator[None]:
+        async with open_run(scope, backend, self.config.backend.sampling, self._on_loop_event) as run:
+            self.run = run
+            self.tracks = [Track(agent) for agent in run.agents]
+            self.gate = gate
+            self.report(Ready())
+            try:
+                yield
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                await self._wind_down("interrupted")
+                raise
+            except BaseException:
+                await self._wind_down("error")
+                raise
+            await self._wind_down("quit")
 
     # -- queries ---------------------------------------------------------------
 
@@ -399,8 +443,7 @@ class Driver:
             return
         unjudged = [c for c in turn.candidates if c.feedback is None]  # a resumed, interrupted turn
         if unjudged:
-            async with self.gate.evaluating():
-                await track.agent.evaluate(unjudged)
+            await self._judge(track.agent, unjudged)
         index = self.continuing(track.agent.trajectory).index
         if index != turn.chosen:
             track.agent.choose(turn, index)
@@ -412,16 +455,14 @@ class Driver:
         self.report(TurnStarted(agent.trajectory, agent.next_number))
         async with self.gate.generating():
             turn = await agent.generate(note)
-        async with self.gate.evaluating():
-            await agent.evaluate(turn.candidates)
+        await self._judge(agent, turn.candidates)
         return turn
 
     async def _retry(self, track: Track, turn: Turn) -> Turn:
         self.report(TurnStarted(track.agent.trajectory, turn.number, "retry"))
         async with self.gate.generating():
             new = await track.agent.resample(turn)
-        async with self.gate.evaluating():
-            await track.agent.evaluate(new)
+        await self._judge(track.agent, new)
         track.selected = None
         return turn
 
@@ -433,10 +474,16 @@ class Driver:
             await self._settle(track)  # the kernel edited from enters the history first
         turn = await agent.edit(code, base)
         self.report(TurnStarted(agent.trajectory, turn.number, "edit"))
-        async with self.gate.evaluating():
-            await agent.evaluate(turn.candidates)
+        await self._judge(agent, turn.candidates)
         agent.choose(turn, 0)
         return turn
+
+    async def _judge(self, agent: Agent, candidates: list[Candidate]) -> None:
+        """Build (several candidates in parallel), then check and time them, each when the gate allows."""
+        async with self.gate.building():
+            await agent.build(candidates, alone=self.gate.separate_builds)
+        async with self.gate.evaluating():
+            await agent.evaluate(candidates)
 
     async def _wind_down(self, reason: str = "quit") -> None:
         tasks = [t.task for t in self.tracks if t.busy]
@@ -455,6 +502,13 @@ class Driver:
             self._evaluating = event.ref
         elif isinstance(event, PromptEvent):
             self.report(PromptBuilt(event.trajectory, event.turn, event.tokens, self.config.problem.budget))
+        elif isinstance(event, ReplyEvent):
+            tokens = event.completion_tokens
+            if tokens is None:
+                tokens = estimate_tokens(event.reasoning + event.answer)
+            self.report(Replied(event.ref, tokens))
+        elif isinstance(event, EvaluationEvent):
+            self.report(Judged(event.ref, event.verdict.status.value, event.verdict.speedup))
         elif isinstance(event, ErrorEvent) and event.source == "evaluator":  # backend errors end the turn
             self.report(Notice(f"{event.message}; judging it again", "warning"))
 

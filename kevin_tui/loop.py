@@ -11,7 +11,8 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kevin_tui.evaluator import Evaluator, Status, Verdict
+from kevin_tui.evaluator import Status, Verdict
+from kevin_tui.judge import Judge
 from kevin_tui.models.base import Backend, BackendError, Reply, Sampling, StreamEnd
 from kevin_tui.models.tokens import PromptTokens
 from kevin_tui.protocol.feedback import Feedback, feedback_from_verdict, format_error_feedback
@@ -43,6 +44,11 @@ class Evaluating:
 
 
 Listener = Callable[[Event | Evaluating], None]
+
+
+def builds_extension(source: str) -> bool:
+    """Whether a candidate compiles an extension (load_inline / load from torch.utils.cpp_extension)."""
+    return "cpp_extension" in source or "load_inline" in source
 
 
 @dataclass
@@ -109,7 +115,7 @@ class Agent:
         self,
         builder: PromptBuilder,
         backend: Backend,
-        evaluator: Evaluator,
+        evaluator: Judge,
         templates: Templates,
         session: SessionWriter,
         config: LoopConfig | None = None,
@@ -197,11 +203,16 @@ class Agent:
         await self._sample(turn)
         return turn.candidates[first:]
 
-    async def evaluate(self, candidates: list[Candidate]) -> None:
-        """Build the candidates in parallel, then check and time them one at a time."""
-        sources = [c.code for c in candidates if c.code]
-        if len(sources) > 1:
+    async def build(self, candidates: list[Candidate], alone: bool = False) -> None:
+        """Build several candidates' extensions in parallel (one alone too, with `alone`), so that
+        checking and timing them finds them built. Only sources that build an extension are sent:
+        for the others there is nothing to build. Failures are left for evaluate()."""
+        sources = [c.code for c in candidates if c.code and builds_extension(c.code)]
+        if len(sources) > 1 or (alone and sources):
             await asyncio.to_thread(self.evaluator.prebuild, sources)
+
+    async def evaluate(self, candidates: list[Candidate]) -> None:
+        """Check and time the candidates one at a time (builds they still need happen here)."""
         for candidate in candidates:
             await self._evaluate(candidate)
 

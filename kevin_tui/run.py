@@ -21,7 +21,7 @@ from kevin_tui import __version__
 from kevin_tui.config import ProblemConfig
 from kevin_tui.errors import EXIT_USAGE, KevinError
 from kevin_tui.evaluator import EnvironmentProblem, Evaluator
-from kevin_tui.evaluator.host.evaluator import ProgressFn
+from kevin_tui.judge import Judge, JudgeFactory, ProgressFn
 from kevin_tui.loop import Agent, Listener, LoopConfig
 from kevin_tui.models.base import Backend, Sampling
 from kevin_tui.models.tokens import PromptTokens
@@ -46,7 +46,7 @@ class ProblemScope:
 
     config: ProblemConfig
     problem: Problem
-    evaluator: Evaluator
+    evaluator: Judge
     environment: dict
     templates: Templates
     session_id: str
@@ -67,7 +67,7 @@ class Run:
         return self.scope.problem
 
     @property
-    def evaluator(self) -> Evaluator:
+    def evaluator(self) -> Judge:
         return self.scope.evaluator
 
 
@@ -99,11 +99,15 @@ def _load(config: ProblemConfig) -> tuple[Problem, Session | None, list[str]]:
 
 
 @asynccontextmanager
-async def open_problem(config: ProblemConfig, on_progress: ProgressFn | None = None) -> AsyncIterator[ProblemScope]:
-    """The problem and its evaluator, the reference run; raises KevinError (RunError, ProblemError...)."""
+async def open_problem(
+    config: ProblemConfig, on_progress: ProgressFn | None = None, judge: JudgeFactory = Evaluator
+) -> AsyncIterator[ProblemScope]:
+    """The problem and its evaluator (made by `judge`: batch mode may judge elsewhere), the reference
+    run; raises KevinError (RunError, ProblemError...)."""
     problem, resumed, notices = _load(config)
     templates = load_templates(config.prompts)
-    with Evaluator(problem, config.evaluation, on_progress) as evaluator:
+    evaluator = judge(problem, config.evaluation, on_progress)
+    try:
         try:
             environment = await asyncio.to_thread(lambda: evaluator.environment)
             speed_of_light = await asyncio.to_thread(evaluator.speed_of_light_line)
@@ -113,6 +117,8 @@ async def open_problem(config: ProblemConfig, on_progress: ProgressFn | None = N
         yield ProblemScope(
             config, problem, evaluator, environment, templates, session_id, resumed, notices, speed_of_light
         )
+    finally:
+        evaluator.close()
 
 
 def session_header(scope: ProblemScope, backend: Backend, sampling: Sampling) -> Header:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every check that needs a CUDA device, in one call, for a lent GPU machine (under 10 minutes).
+# Every check that needs a CUDA device, in one call, for a lent GPU machine (under 9 minutes: each step has a limit).
 #
 # It installs nothing from the network: the evaluator needs only torch, ninja and pytest, which the
 # GPU image has. KernelBench problems are read from $KEVIN_TUI_KERNELBENCH (default: a carried
@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--prepare" ]; then  # on the developer machine: copy the problems the checks use
     mkdir -p .gpu-carry/kernelbench/level1 .gpu-carry/kernelbench/level2
     cp ../shared/kernelbench/level1/19_ReLU.py ../shared/kernelbench/level1/23_Softmax.py .gpu-carry/kernelbench/level1/
+    cp ../shared/kernelbench/level1/21_Sigmoid.py ../shared/kernelbench/level1/22_Tanh.py \
+        ../shared/kernelbench/level1/25_Swish.py .gpu-carry/kernelbench/level1/  # batch mode's problems
     grep -qx '/.gpu-carry/' .git/info/exclude 2>/dev/null || echo '/.gpu-carry/' >> .git/info/exclude
     echo "carry .gpu-carry with the run"
     exit 0
@@ -29,17 +31,28 @@ status=0
     > "$report/machine.txt" 2>&1
 
 command -v bwrap >/dev/null 2>&1 || echo "bwrap missing: the sandbox tests will use the unshare fallback" >&2
-timeout 420 python3 -m pytest -v -p no:cacheprovider -o addopts="" \
+timeout 240 python3 -m pytest -v -p no:cacheprovider -o addopts="" \
     tests/test_gpu.py tests/test_builds.py tests/test_sandbox_escape.py 2>&1 | tee "$report/pytest.log" | tail -40
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
 problem="$KEVIN_TUI_KERNELBENCH/level1/19_ReLU.py"
-timeout 120 python3 -m kevin_tui eval "$problem" tests/candidates/relu_cuda.py --json > "$report/eval-relu-cuda.json" \
+timeout 45 python3 -m kevin_tui eval "$problem" tests/candidates/relu_cuda.py --json > "$report/eval-relu-cuda.json" \
     2> "$report/eval-relu-cuda.stderr"
 echo "eval relu_cuda exit $?"; head -c 600 "$report/eval-relu-cuda.json"; echo
 
-timeout 150 python3 bench/eval_bench.py --device cuda --candidate tests/candidates/relu_cuda.py --problem "$problem" \
+timeout 60 python3 bench/eval_bench.py --device cuda --candidate tests/candidates/relu_cuda.py --problem "$problem" \
     2>&1 | tee "$report/bench.txt" | tail -25
 # How far an identical kernel's speedup strays on this GPU (interval excluding 1.0 = a false claim)
-timeout 120 python3 bench/trust_bench.py --device cuda --aa 5 --problem "$problem" 2>&1 | tee "$report/aa.txt" | tail -8
+timeout 60 python3 bench/trust_bench.py --device cuda --aa 5 --problem "$problem" 2>&1 | tee "$report/aa.txt" | tail -8
+# batch mode on the GPU: kernels timed on every visible device at once (one at a time per device),
+# scripted replies, the report's figures and the RL export
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+devices=$(seq -s, 0 $((gpus > 0 ? gpus - 1 : 0)) | sed 's/\([0-9]\+\)/cuda:\1/g')
+python3 -c "from pathlib import Path; from tests.batch_problems import PLANS, write_script; \
+write_script(Path('$report/batch-script.json'), PLANS[:3], turns=2)"
+timeout 90 python3 -m kevin_tui batch $(python3 -c "from tests.batch_problems import PLANS; print(*[p.path for p in PLANS[:3]])") \
+    --out "$report/batch-run" --trajectories 2 --turns 2 --backend scripted --script "$report/batch-script.json" \
+    --sampling-seed 0 --eval-devices "$devices" --no-live --progress-every 20 --export "$report/batch-rl.jsonl" \
+    > "$report/batch.txt" 2>&1
+echo "batch on $devices exit $?"; tail -30 "$report/batch.txt"
 exit $status

@@ -50,6 +50,7 @@ class BackendConfig:
     log_dir: Path = Path(".")
     script: Path | None = None
     script_rate: float = 0.0
+    script_delay: float = 0.0
 
     def resolved_backend(self) -> str:
         """The backend to use; raises NoModel where none can work (checked before anything starts)."""
@@ -73,7 +74,7 @@ async def open_backend(config: BackendConfig, progress: ProgressFn | None = None
 
         if config.script is None:
             raise BackendError("--backend scripted needs --script FILE")
-        yield ScriptedBackend(config.script, config.script_rate)
+        yield ScriptedBackend(config.script, config.script_rate, config.script_delay)
         return
     if kind == "transformers":
         from kevin_tui.models.transformers_backend import TransformersBackend

@@ -1,0 +1,39 @@
+"""What the loop and the driver need from an evaluator.
+
+The local evaluator (kevin_tui.evaluator) is one; batch mode's Ray evaluator
+(kevin_tui.batch.remote), which judges on other machines, is another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from kevin_tui.evaluator import EvalOptions, Verdict
+from kevin_tui.problem import Problem
+
+ProgressFn = Callable[[str, str], None]
+
+
+class Judge(Protocol):
+    last_log: Path | None  # the latest candidate worker's log (the app shows its build output)
+
+    @property
+    def device(self) -> str: ...
+
+    @property
+    def environment(self) -> dict[str, Any]:
+        """Runs the reference first if it has not run; raises ProblemError if it cannot."""
+        ...
+
+    def evaluate(self, source: str) -> Verdict: ...
+
+    def prebuild(self, sources: list[str]) -> None: ...
+
+    def speed_of_light_line(self) -> str | None: ...
+
+    def close(self) -> None: ...
+
+
+JudgeFactory = Callable[[Problem, EvalOptions, ProgressFn | None], Judge]
