@@ -106,7 +106,7 @@ def test_timing_reports_median_and_spread(relu_problem, build_cache):
         verdict = check(evaluator, "relu_torch.py")
     assert verdict.status is Status.CORRECT
     cand = verdict.timings["candidate_wall"]
-    assert cand.trials == 20 and cand.min_ms <= cand.median_ms <= cand.max_ms
+    assert cand.trials >= 20 and cand.min_ms <= cand.median_ms <= cand.max_ms
     assert verdict.speedup == pytest.approx(verdict.reference_ms / verdict.candidate_ms)
     assert verdict.speedup_compile is None  # compile baseline is off by default on CPU
 

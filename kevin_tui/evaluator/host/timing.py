@@ -38,8 +38,10 @@ BOOTSTRAP_RESAMPLES = 1000
 EXCESS_SHARE = 0.5
 OVERHEAD_SHARE = 0.25
 EXCESS_FLOOR_MS = 0.02
-# The reference model timed in the candidate's process may not run this much faster than in its own worker.
-MIN_PROCESS_BIAS = 0.5
+# The reference model timed in the candidate's process may not run this much faster than in its own worker
+# (what the candidate's own call leaves in the caches can make it up to ~3x faster on the CPU; a clock
+# slowed to make the candidate look fast makes it look as fast as everything else it times).
+MIN_PROCESS_BIAS = 0.2
 
 
 @dataclass
