@@ -137,7 +137,7 @@ def cmd_profile(args: argparse.Namespace, settings: Settings) -> int:
 
     spec = ModelSpec.parse(args.target, args.init, args.input, args.mode)
     if sys.stdout.isatty() and not (args.print or args.json or args.extract):
-        from kevin_tui.tui.profile_app import ProfileApp
+        from kevin_tui.tui.profile_screen import ProfileApp
 
         app = ProfileApp(spec, args.device, args.calls, args.problems_dir)
         app.run()
