@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from kevin_tui.arguments import build_parser, module_spec
+from kevin_tui.config import ConfigError, load_settings
 from kevin_tui.usermodel.bundle import Bundler, import_root, module_name
 from kevin_tui.usermodel.specs import (
+    ModelSpec,
     SpecError,
     TensorSpec,
     ValueSpec,
@@ -153,3 +156,20 @@ def test_what_cannot_be_bundled_is_said_in_one_line(project):
     )
     with pytest.raises(SpecError, match=r"two definitions named `SQRT_2_OVER_PI`|`SQRT_2_OVER_PI` means two things"):
         Bundler([project]).add(package / "clash.py", "C")
+
+
+def test_the_problem_table_names_a_module_and_flags_win(tmp_path):
+    (tmp_path / "blocks.py").write_text("")
+    config = tmp_path / "kevin-tui.toml"
+    config.write_text(
+        f'[problem]\nmodule = "{tmp_path}/blocks.py:GeluGate"\ninit = {{ dim = 256, hidden = 512 }}\n'
+        'inputs = ["x=float32[2,16,256]"]\nmode = "eval"\n'
+    )
+    settings = load_settings([config])
+    spec = module_spec(build_parser().parse_args(["optimize"]), settings)
+    assert spec == ModelSpec(f"{tmp_path}/blocks.py:GeluGate", "dim=256,hidden=512", ("x=float32[2,16,256]",), "eval")
+    flags = build_parser().parse_args(["optimize", "--mode", "train", "--init", "dim=8,hidden=16"])
+    assert module_spec(flags, settings) == ModelSpec(spec.target, "dim=8,hidden=16", spec.inputs, "train")
+    config.write_text('[problem]\nmodul = "blocks.py:GeluGate"\n')
+    with pytest.raises(ConfigError, match=r"\[problem\] has no key 'modul' \(it takes module, init, inputs, mode\)"):
+        load_settings([config])

@@ -11,6 +11,7 @@ import importlib
 import inspect
 import sys
 import traceback
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -122,17 +123,19 @@ def draw(spec: InputSpec) -> Any:
 
 
 def ordered_inputs(module: nn.Module, specs: list[InputSpec]) -> list[InputSpec]:
-    """The specs in the order forward takes them; named ones are matched to its parameters."""
+    """The specs in the order forward takes them, named after its parameters (given names are matched
+    to them; unnamed specs fill them in order)."""
     name = type(module).__name__
     parameters = forward_parameters(module)
     if not specs or specs[0].name is None:
-        if not any(p.kind is p.VAR_POSITIONAL for p in parameters):
-            positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-            required = [p for p in positional if p.default is p.empty]
-            if not len(required) <= len(specs) <= len(positional):
-                signature = inspect.signature(module.forward)
-                raise UserModelError(f"{len(specs)} input(s) do not fit {name}.forward{signature}")
-        return specs
+        positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        rest = next((p.name for p in parameters if p.kind is p.VAR_POSITIONAL), None)
+        required = [p for p in positional if p.default is p.empty]
+        if len(specs) < len(required) or (rest is None and len(specs) > len(positional)):
+            signature = inspect.signature(module.forward)
+            raise UserModelError(f"{len(specs)} input(s) do not fit {name}.forward{signature}")
+        names = [p.name for p in positional] + [f"{rest}{i}" for i in range(len(specs) - len(positional))]
+        return [replace(s, name=n) for s, n in zip(specs, names, strict=False)]
     by_name = {s.name: s for s in specs}
     ordered: list[InputSpec] = []
     for parameter in parameters:

@@ -85,12 +85,17 @@ def take_trace(model: nn.Module, args: list[Any], device: str, paths: dict[int, 
     return Trace(trace.events(), trace.key_averages(group_by_input_shape=True), call_ms, calls, device)
 
 
+def on_cpu(event: Any) -> bool:
+    """The host-side event of a range (on a GPU the trace also has a device-side span of the same name)."""
+    return str(event.device_type).endswith("CPU")
+
+
 def module_times(trace: Trace) -> tuple[float, dict[str, list[tuple[float, float]]]]:
     """The model's time per call, and for each module path its (total, self) per call it made, in ms."""
-    total = sum(trace.inclusive(e) for e in trace.events if e.name == CALL_RANGE) / trace.calls
+    total = sum(trace.inclusive(e) for e in trace.events if e.name == CALL_RANGE and on_cpu(e)) / trace.calls
     found: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for event in trace.events:
-        if event.name.startswith(MODULE_RANGE):
+        if event.name.startswith(MODULE_RANGE) and on_cpu(event):
             inside = sum(trace.inclusive(child) for child in _nearest_modules(event))
             inclusive = trace.inclusive(event)
             found[event.name[len(MODULE_RANGE) :]].append((inclusive, inclusive - inside))
@@ -111,8 +116,8 @@ def operators(trace: Trace, total_ms: float) -> list[dict[str, Any]]:
     for average in trace.averages:
         if average.key.startswith(("kevin_", "ProfilerStep", "[memory]")):
             continue
-        if on_gpu and str(getattr(average, "device_type", "")).endswith("CUDA"):
-            continue  # kernels themselves: their time is counted in the operator that launched them
+        if not on_cpu(average):
+            continue  # kernels and device-side spans: their time is counted in the operator that launched them
         self_ms = (average.self_device_time_total if on_gpu else average.self_cpu_time_total) / 1e3 / trace.calls
         if self_ms <= 0:
             continue

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +29,12 @@ from kevin_tui.usermodel.loader import (
     UserModelError,
     build,
     draw,
-    forward_parameters,
     ordered_inputs,
     resolve,
     run_forward,
     search_roots,
 )
-from kevin_tui.usermodel.specs import SpecError, parse_init, parse_inputs, parse_target
+from kevin_tui.usermodel.specs import InputSpec, SpecError, parse_init, parse_inputs, parse_target
 
 SEED = 0
 
@@ -48,8 +47,18 @@ def resolve_device(requested: str) -> str:
     return requested
 
 
-def load_model(request: dict[str, Any]) -> tuple[nn.Module, list[Any], InitRecorder, list[Path], str]:
-    """The model (built while its construction is watched), its inputs on the device, the recorder."""
+@dataclass
+class Loaded:
+    module: nn.Module
+    specs: list[InputSpec]  # in the order forward takes them
+    args: list[Any]  # drawn from the specs, on the device
+    recorder: InitRecorder  # how each module of yours was built
+    roots: list[Path]
+    device: str
+
+
+def load_model(request: dict[str, Any]) -> Loaded:
+    """The model (built while its construction is watched) and its inputs on the device."""
     target = parse_target(request["target"])
     roots = search_roots(target.path)
     obj = resolve(target)
@@ -62,7 +71,7 @@ def load_model(request: dict[str, Any]) -> tuple[nn.Module, list[Any], InitRecor
     specs = ordered_inputs(module, parse_inputs(request.get("inputs")))
     torch.manual_seed(SEED)
     args = [_to(draw(s), device) for s in specs]
-    return module.to(device), args, recorder, roots, device
+    return Loaded(module.to(device), specs, args, recorder, roots, device)
 
 
 def _to(value: Any, device: str) -> Any:
@@ -70,26 +79,21 @@ def _to(value: Any, device: str) -> Any:
 
 
 def command_problem(request: dict[str, Any]) -> dict[str, Any]:
-    module, args, recorder, roots, _ = load_model(request)
-    root = Path(request["root"])
-    specs = ordered_inputs(module, parse_inputs(request.get("inputs")))
+    loaded, root = load_model(request), Path(request["root"])
+    module = loaded.module
     try:
-        spec = problem_spec(module, recorder.calls.get(module), _named(module, specs), roots, root, request["target"])
+        init = loaded.recorder.calls.get(module)
+        spec = problem_spec(module, init, loaded.specs, loaded.roots, root, request["target"])
     except NotWritable as exc:
         raise UserModelError(f"cannot write a problem for {request['target']}: {exc}") from None
-    name, text = write_and_check(spec, module, args, roots, root, Path(request["problems_dir"]))
+    name, text = write_and_check(spec, module, loaded.args, loaded.roots, root, Path(request["problems_dir"]))
     return {"file_name": name, "text": text, "class": spec.class_name}
-
-
-def _named(module: nn.Module, specs: list[Any]) -> list[Any]:
-    """Unnamed specs get the names of the forward parameters they fill (problem files name inputs)."""
-    names = [p.name for p in forward_parameters(module)]
-    return [s if s.name else replace(s, name=n) for s, n in zip(specs, names, strict=False)]
 
 
 def command_profile(request: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
-    model, args, recorder, roots, device = load_model(request)
+    loaded = load_model(request)
+    model, args, recorder, roots, device = loaded.module, loaded.args, loaded.recorder, loaded.roots, loaded.device
     root = Path(request["root"])
     run_forward(model, args)  # warm-up, and a clear error if the inputs do not fit
     plain_ms = profiling.time_calls(model, args, device)
@@ -175,8 +179,11 @@ def _module_rows(
 
 
 def command_check(request: dict[str, Any]) -> dict[str, Any]:
-    model, args, _, _, device = load_model(request)
-    return {"device": device, **check(model, args, Path(request["helper"]), device, request)}
+    loaded = load_model(request)
+    return {
+        "device": loaded.device,
+        **check(loaded.module, loaded.args, Path(request["helper"]), loaded.device, request),
+    }
 
 
 COMMANDS = {"problem": command_problem, "profile": command_profile, "check": command_check}
