@@ -273,3 +273,24 @@ def test_apply_is_offered_after_accept_and_checks_the_model(project, build_cache
     assert applied.passed is True and applied.check["swapped"] == ["blocks.0.mlp", "blocks.1.mlp"]
     assert applied.model.startswith("tinylm/model.py:TinyLM(") and applied.commit
     assert git(project, "log", "-2", "--format=%s").splitlines()[1].startswith("feat(blocks_GeluGate): Kevin kernel")
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_profile_ranks_by_kernel_time_and_the_cuda_kernel_checks_in_the_model(project, build_cache):
+    tokens = "tokens=int64[8,512]~randint(0,1000)"  # big enough that the MLP's matrix products dominate
+    result = kevin(project, "profile", "tinylm/model.py:TinyLM", "--init", HOT, "--input", tokens, "--mode", "eval",
+                   "--device", "cuda", "--json", "--extract", "GeluGate", "--problems-dir", "gpu", cache=build_cache)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["device"].startswith("cuda") and report["gpu"] and report["total_ms"] > 0
+    assert report["modules"][0]["name"] == "GeluGate" and 0 < report["modules"][0]["share"] < 1
+    assert all(o["name"].startswith("aten::") for o in report["operators"])  # kernels count in their operator
+    kernel = project / "gpu" / "blocks_GeluGate_kernel.py"
+    shutil.copyfile(EXAMPLES / "kernels" / "gelu_gate_cuda.py", kernel)
+    applied = kevin(project, "apply", "gpu/blocks_GeluGate_kernel.py", "--check", "--device", "cuda", "--json",
+                    cache=build_cache)  # fmt: skip
+    assert applied.returncode == 0, applied.stderr + applied.stdout
+    check = json.loads(applied.stdout)["check"]
+    assert (
+        check["passed"] and check["device"].startswith("cuda") and check["swapped"] == ["blocks.0.mlp", "blocks.1.mlp"]
+    )

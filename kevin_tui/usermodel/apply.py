@@ -55,6 +55,8 @@ class Applied:
 
     def lines(self) -> list[str]:
         """What happened, for the terminal and the app."""
+        if self.passed is False:
+            return [*check_lines(self.check, self.model or ""), f"not installed: nothing was written to {self.helper}"]
         said = [f"helper {self.helper}: `from {_dotted(self.helper)} import install; model = install(model)` "
                 "(KEVIN_TUI_KERNELS=off turns it off)"]  # fmt: skip
         if self.check is not None:
@@ -93,8 +95,10 @@ def check_lines(check: dict[str, Any], model: str) -> list[str]:
 def speed_text(check: dict[str, Any]) -> str:
     """The end-to-end speedup with its interval; "no measurable difference" when that holds 1."""
     low, high = check["interval"]
-    figures = f"{check['speedup']:.2f}x, 95% interval {low:.2f}-{high:.2f}"
-    return f"no measurable difference ({figures})" if low <= 1 <= high else f"{figures.replace(',', '', 1)}"
+    interval = f"95% interval {low:.2f}-{high:.2f}"
+    if low <= 1 <= high:
+        return f"no measurable difference ({check['speedup']:.2f}x, {interval})"
+    return f"{check['speedup']:.2f}x ({interval})"
 
 
 def verdict(check: dict[str, Any]) -> str:
