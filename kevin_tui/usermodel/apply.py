@@ -26,7 +26,7 @@ from kevin_tui.usermodel.runner import UserModelProblem, run_worker
 from kevin_tui.usermodel.specs import ModelSpec
 
 TEMPLATE = Path(__file__).with_name("install_template.py")
-SETTING = re.compile(r"^(KERNEL|CLASS|SOURCE|INIT) = .*?(  # .*)$", re.M)
+SETTING = re.compile(r"^(KERNEL|PROBLEM|CLASS|SOURCE) = .*?(  # .*)$", re.M)
 KERNEL_SPEEDUP = re.compile(r"^# Kevin kernel for .*?: ([\d.]+)x vs eager", re.M)
 KERNEL_SESSION = re.compile(r"^# session (\S+), turn", re.M)
 
@@ -129,9 +129,9 @@ def helper_text(kernel: Path, problem: Problem) -> str:
     source = problem.path.parent / origin["root"] / origin["class_file"]
     settings = {
         "KERNEL": repr(os.path.relpath(kernel.resolve(), helper_dir.resolve())),
+        "PROBLEM": repr(problem.path.name),
         "CLASS": repr(origin["class"]),
         "SOURCE": repr(os.path.relpath(source.resolve(), helper_dir.resolve())),
-        "INIT": f"[{', '.join(origin['init'].values())}]",
     }
     text = SETTING.sub(lambda m: f"{m[1]} = {settings[m[1]]}{m[2]}", TEMPLATE.read_text())
     header = (

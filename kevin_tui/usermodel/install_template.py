@@ -27,10 +27,10 @@ import torch
 from torch import nn
 
 # -- settings, written by kevin-tui apply --
-KERNEL = "model_kernel.py"  # the accepted kernel, beside this file: it defines ModelNew
+KERNEL = "model_kernel.py"  # the accepted kernel, relative to this file: it defines ModelNew
+PROBLEM = "model_problem.py"  # the problem it was made for: its get_init_inputs() are the arguments
 CLASS = "Model"  # the class of yours it replaces
 SOURCE = "model.py"  # the file that defines CLASS, relative to this file
-INIT = []  # the constructor arguments the kernel was made for (the problem's get_init_inputs())
 # -- end of settings --
 
 ENABLED = os.environ.get("KEVIN_TUI_KERNELS", "on").lower() not in ("off", "0", "false", "no")
@@ -78,11 +78,12 @@ def is_original(cls: type) -> bool:
 
 def built_for_kernel(cls: type) -> nn.Module:
     """CLASS built with the kernel's arguments, without memory for its weights where that works."""
+    arguments = loaded(PROBLEM).get_init_inputs()
     try:
         with torch.device("meta"):
-            return cls(*INIT)
+            return cls(*arguments)
     except Exception:
-        return cls(*INIT)
+        return cls(*arguments)
 
 
 def difference(module: nn.Module, made_for: nn.Module) -> str | None:
@@ -101,7 +102,7 @@ def difference(module: nn.Module, made_for: nn.Module) -> str | None:
 
 def replacement(module: nn.Module) -> nn.Module:
     """ModelNew with the module's state dict, on its device and in its dtype and mode."""
-    new = kernel().ModelNew(*INIT)
+    new = loaded(KERNEL).ModelNew(*loaded(PROBLEM).get_init_inputs())
     tensors = [*module.parameters(), *module.buffers()]
     floating = [t.dtype for t in tensors if t.is_floating_point()]
     if tensors:
@@ -117,10 +118,11 @@ def replacement(module: nn.Module) -> nn.Module:
 
 
 @functools.cache
-def kernel() -> ModuleType:
-    """The kernel module, imported once (building its extension, or loading it from torch's cache)."""
-    path = HERE / KERNEL
-    spec = importlib.util.spec_from_file_location(f"kevin_kernel_{path.stem}", path)
+def loaded(name: str) -> ModuleType:
+    """The kernel or its problem, imported once (the kernel builds its extension, or loads it from
+    torch's cache)."""
+    path = HERE / name
+    spec = importlib.util.spec_from_file_location(f"kevin_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

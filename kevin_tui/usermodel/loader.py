@@ -36,10 +36,15 @@ def import_file(path: Path) -> ModuleType:
     for root in reversed(search_roots(path)):
         if str(root) not in sys.path:
             sys.path.insert(0, str(root))
+    name = module_name(path)
     try:
-        return importlib.import_module(module_name(path))
+        module = importlib.import_module(name)
     except Exception as exc:
         raise UserModelError(f"importing {path} raised {where(exc)}") from None
+    if Path(getattr(module, "__file__", "") or "").resolve() != path.resolve():
+        raise UserModelError(f"{path} cannot be imported as {name}: that name is taken by {module.__file__ or name}; "
+                             "rename the file")  # fmt: skip
+    return module
 
 
 def where(exc: BaseException) -> str:

@@ -93,18 +93,16 @@ def command_problem(request: dict[str, Any]) -> dict[str, Any]:
 def command_profile(request: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     loaded = load_model(request)
-    model, args, recorder, roots, device = loaded.module, loaded.args, loaded.recorder, loaded.roots, loaded.device
-    root = Path(request["root"])
+    model, args, device = loaded.module, loaded.args, loaded.device
     run_forward(model, args)  # warm-up, and a clear error if the inputs do not fit
     plain_ms = profiling.time_calls(model, args, device)
-    paths = {id(m): name or type(m).__name__ for name, m in model.named_modules() if is_users(type(m), roots)}
-    mine = [m for m in model.modules() if id(m) in paths]
-    inputs = InputRecorder(mine)
+    paths = {id(m): name or type(m).__name__ for name, m in model.named_modules() if is_users(type(m), loaded.roots)}
+    inputs = InputRecorder([m for m in model.modules() if id(m) in paths])
     run_forward(model, args)
     inputs.close()
     trace = profiling.take_trace(model, args, device, paths, int(request.get("calls", 5)))
     total_ms, times = profiling.module_times(trace)
-    rows = _module_rows(mine, paths, times, total_ms, recorder, inputs, request, roots, root)
+    rows = _module_rows(loaded, paths, inputs, times, total_ms, request)
     return {
         "target": request["target"],
         "device": device,
@@ -120,28 +118,25 @@ def command_profile(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _module_rows(
-    mine: list[nn.Module],
+    loaded: Loaded,
     paths: dict[int, str],
+    inputs: InputRecorder,
     times: dict[str, list[tuple[float, float]]],
     total_ms: float,
-    recorder: InitRecorder,
-    inputs: InputRecorder,
     request: dict[str, Any],
-    roots: list[Path],
-    root: Path,
 ) -> list[dict[str, Any]]:
     """One row per class of yours built the same way and called with the same kinds of inputs, by self
     time, with a proven problem for it (or why there is none)."""
-    calls = int(request.get("calls", 5))
+    calls, roots, root = int(request.get("calls", 5)), loaded.roots, Path(request["root"])
     groups: dict[tuple, list[nn.Module]] = defaultdict(list)
     made: dict[tuple, tuple[Any, Any]] = {}
-    for module in mine:
+    for module in loaded.module.modules():
         call = inputs.calls.get(id(module))
         if call is None:
-            continue  # built but never called
+            continue  # not yours, or built but never called
         try:
             specs, values = input_specs(module, call)
-            spec = problem_spec(module, recorder.calls.get(module), specs, roots, root, None)
+            spec = problem_spec(module, loaded.recorder.calls.get(module), specs, roots, root, None)
             key = (spec.class_file, spec.class_name, tuple(spec.init), tuple(s.text() for s in specs), spec.training)
             made.setdefault(key, (spec, values))
         except NotWritable as exc:
