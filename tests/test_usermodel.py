@@ -21,11 +21,13 @@ from textual.widgets import DataTable, Static
 from kevin_tui.arguments import build_parser, run_config
 from kevin_tui.config import Settings
 from kevin_tui.problem import problem_origin
-from kevin_tui.session import load_session
+from kevin_tui.repo import AcceptInfo, kernel_file_text
+from kevin_tui.session import Header, SessionWriter, load_session
 from kevin_tui.session.events import ApplyEvent
 from kevin_tui.tui.app import KevinApp
 from kevin_tui.tui.profile_screen import ProfileApp, ProfileScreen
 from kevin_tui.tui.screens import ConfirmScreen
+from kevin_tui.usermodel.apply import Applied, record_in_session
 from kevin_tui.usermodel.problems import make_problem
 from kevin_tui.usermodel.runner import UserModelProblem
 from kevin_tui.usermodel.specs import ModelSpec
@@ -145,6 +147,22 @@ def test_apply_check_passes_for_a_correct_kernel_commits_and_undo_takes_it_back(
     assert undo.returncode == 0 and "removed problems/blocks_GeluGate_apply.py" in undo.stdout
     assert not helper.exists() and kernel.exists()  # the kernel, committed as it was found, stays
     assert git(project, "log", "-1", "--format=%s").strip() == "tinylm"
+
+
+def test_an_apply_is_recorded_in_the_session_the_kernel_was_accepted_in(tmp_path):
+    sessions = tmp_path / "sessions"
+    header = Header(id="s-7", created="now", problem={"path": "p.py", "sha256": "", "source": ""}, model="m",
+                    backend="scripted")  # fmt: skip
+    SessionWriter(sessions / "s-7.jsonl", header).close()
+    kernel = tmp_path / "p_kernel.py"
+    kernel.write_text(kernel_file_text("class ModelNew: pass\n", AcceptInfo("p", session_id="s-7", turn=2)))
+    check = {"passed": True, "speedup": 1.3, "interval": [1.2, 1.4], "swapped": ["blocks.0.mlp"]}
+    applied = Applied(kernel, tmp_path / "p_apply.py", check, "tinylm/model.py:build_model", commit="abc123")
+    assert record_in_session(applied, sessions) == sessions / "s-7.jsonl"
+    (event,) = load_session(sessions / "s-7.jsonl").of_type(ApplyEvent)
+    assert (event.passed, event.commit, event.check["speedup"]) == (True, "abc123", 1.3)
+    kernel.write_text(kernel_file_text("class ModelNew: pass\n", AcceptInfo("p")))  # accepted outside a session
+    assert record_in_session(applied, sessions) is None
 
 
 def test_apply_check_fails_loudly_for_a_wrong_kernel_and_writes_nothing(project, build_cache):
