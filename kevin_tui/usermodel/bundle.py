@@ -127,6 +127,11 @@ class Bundler:
             raise SpecError(f"{path}: defines no top-level {name}")
         self._need(source, name, name)
 
+    def need_import(self, name: str, statement: str) -> None:
+        """An import the bundle needs whatever your code uses (`import torch` for get_inputs())."""
+        if self._bind(name, ("package", name), statement):
+            self.import_lines.append(statement)
+
     # -- resolving names ---------------------------------------------------------------------
 
     def _need(self, source: SourceFile, name: str, as_name: str) -> None:

@@ -64,11 +64,8 @@ def problem_text(spec: ProblemSpec, roots: list[Path], root: Path, problems_dir:
         if name in bundler.meaning and not (name == "Model" == spec.class_name and spec.training):
             raise SpecError(f"cannot write a problem for {spec.target}: your code defines {name}, a name "
                             "KernelBench reserves; rename it")  # fmt: skip
-    if bundler.meaning.get("torch", ("package",))[0] != "package":
-        raise SpecError(f"cannot write a problem for {spec.target}: your code binds `torch` to something else")
+    bundler.need_import("torch", "import torch")  # get_inputs() draws with it
     body = bundler.text(root)
-    if "torch" not in bundler.meaning:
-        body = "import torch\n" + body
     relative = relative_path(spec.class_file, root)
     first_dim = first_dim_name(spec.inputs)
     sizes = ""
