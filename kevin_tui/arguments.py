@@ -15,6 +15,8 @@ from kevin_tui.evaluator.cli_options import add_eval_options, options_from, posi
 from kevin_tui.models.base import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, DEFAULT_TEMPERATURE, DEFAULT_TOP_P, Sampling
 from kevin_tui.models.factory import BACKENDS, BackendConfig
 from kevin_tui.protocol.prompt import DEFAULT_BUDGET
+from kevin_tui.usermodel.problems import wants_problem
+from kevin_tui.usermodel.specs import ModelSpec
 
 EVAL_EPILOG = """\
 exit codes: 0 correct; 3 compiled (built, but no CUDA device to run it);
@@ -39,6 +41,20 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--script", type=Path, help="scripted: a JSON list of {reasoning, answer} replies to replay")
     group.add_argument("--script-rate", type=float, default=0.0, help="scripted: chunks per second (0: at once)")
     group.add_argument("--script-delay", type=float, default=0.0, help="scripted: seconds before each reply starts")
+
+
+def add_module_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """How to build and feed a module of yours (kevin_tui.usermodel.specs has the syntax)."""
+    group = parser.add_argument_group(what)
+    group.add_argument("--init", metavar="ARGS", help="constructor (or factory) arguments, e.g. dim=1024,hidden=4096")
+    group.add_argument(
+        "--input",
+        action="append",
+        metavar="SPEC",
+        help="an input: NAME=DTYPE[SHAPE], e.g. x=float32[8,128,1024] or tokens=int64[4,512]~randint(0,32000) "
+        "(randn, normal(m,s), uniform(a,b)); repeat for more",
+    )
+    group.add_argument("--mode", choices=["train", "eval"], help="run the module in this mode (default: as built)")
 
 
 def add_prompt_options(parser: argparse.ArgumentParser) -> None:
@@ -97,7 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Kevin proposes, kevin-tui builds, checks and times, and the history feeds the next turn. "
         "Every step is saved to a session file as it happens.",
     )
-    p_opt.add_argument("problem", nargs="?", help="the reference module (KernelBench form)")
+    p_opt.add_argument(
+        "problem",
+        nargs="?",
+        help="a problem file (KernelBench form), or a module of yours: FILE.py:Class (or FILE.py with one "
+        "nn.Module class) with --init and --input, written as a problem under --problems-dir",
+    )
     p_opt.add_argument("--headless", action="store_true", help="run --turns turns without asking anything")
     p_opt.add_argument("--inline-editor", action="store_true", help="TUI: edit kernels inside the app, not in $EDITOR")
     p_opt.add_argument("--turns", type=positive_int, default=8, help="headless: turns to run (default 8)")
@@ -117,6 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--accept-slower", action="store_true", help="with --accept: even if it is slower than the reference"
     )
     p_opt.add_argument("--git-init", action="store_true", help="with --accept: create a git repository if needed")
+    add_module_options(p_opt, "a module of yours (FILE.py:Class; or [problem] in kevin-tui.toml)")
+    p_opt.add_argument("--problems-dir", type=Path, default=Path("problems"), help="where problems are written")
     add_prompt_options(p_opt)
     add_eval_options(p_opt, device_aliases=("--eval-device",))
     add_backend_options(p_opt)
@@ -152,6 +175,49 @@ def build_parser() -> argparse.ArgumentParser:
     add_prompt_options(p_batch)
     add_eval_options(p_batch, device_aliases=("--eval-devices",))
     add_backend_options(p_batch)
+
+    p_prof = sub.add_parser(
+        "profile",
+        help="where your model's time goes, and the parts worth a kernel as problem files",
+        description="Run your model (a factory function or a module class, with --init and --input) under "
+        "torch.profiler and rank your modules and torch's operators by self time, with their share of the "
+        "model's time and the most the model could gain from each (Amdahl). --extract writes the problem "
+        "of the rows you pick, with the shapes and dtypes seen, ready for `kevin-tui optimize`. In a terminal "
+        "without --print, the table opens in the app: space picks rows, x extracts them.",
+    )
+    p_prof.add_argument("target", help="FILE.py:build_model (returns an nn.Module) or FILE.py:Class")
+    add_module_options(p_prof, "the model")
+    p_prof.add_argument("--device", default="auto", help="cpu, cuda or cuda:N (default: cuda when there is one)")
+    p_prof.add_argument("--calls", type=positive_int, default=5, help="profiled calls (default 5)")
+    p_prof.add_argument(
+        "--extract", action="append", metavar="ROW", help="write this row's problem: rank or class name"
+    )
+    p_prof.add_argument("--problems-dir", type=Path, default=Path("problems"), help="where problems are written")
+    p_prof.add_argument("--print", action="store_true", help="print the tables instead of opening the app")
+    p_prof.add_argument("--json", action="store_true", help="print the profile as one JSON object")
+
+    p_apply = sub.add_parser(
+        "apply",
+        help="install an accepted kernel in your model; --check proves it end to end",
+        description="Write a helper beside KERNEL whose install(model) swaps each instance of the original class "
+        "for ModelNew with the same state dict (KEVIN_TUI_KERNELS=off turns it off), and commit it. --check runs "
+        "your whole model before and after on the profile's inputs (or MODEL with --input): outputs within "
+        "tolerance and the end-to-end times; a failed check writes nothing and exits 1.",
+    )
+    p_apply.add_argument("kernel", type=Path, help="the accepted kernel, e.g. problems/blocks_GeluGate_kernel.py")
+    p_apply.add_argument("--problem", type=Path, help="its problem file (default: the kernel's name without _kernel)")
+    p_apply.add_argument("--check", nargs="?", const="", metavar="MODEL",
+                         help="check the whole model: FILE.py:build_model (default: the model the problem was "
+                         "profiled in, else its module alone)")  # fmt: skip
+    add_module_options(p_apply, "the model to check (with --check MODEL)")
+    p_apply.add_argument("--device", default="auto", help="where the check runs (default: cuda when there is one)")
+    p_apply.add_argument("--rounds", type=positive_int, default=20, help="interleaved timing rounds (default 20)")
+    p_apply.add_argument("--rtol", type=float, help="relative tolerance (default: by dtype, float32 1e-4)")
+    p_apply.add_argument("--atol", type=float, help="absolute tolerance (default: rtol times the largest output)")
+    p_apply.add_argument("--no-git", action="store_true", help="only write the helper")
+    p_apply.add_argument("--git-init", action="store_true", help="create a git repository if there is none")
+    p_apply.add_argument("--sessions-dir", type=Path, default=Path("sessions"), help="where the kernel's session is")
+    p_apply.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
     p_replay = sub.add_parser("replay", help="walk through a saved session (no model, no GPU needed)")
     p_replay.add_argument("file", type=Path, help="a session file (sessions/<id>.jsonl)")
@@ -189,6 +255,27 @@ def apply_settings(parser: argparse.ArgumentParser, settings: Settings) -> list[
         sub.set_defaults(**known)
         used.update(known)
     return sorted(set(settings.values) - used)
+
+
+def module_spec(args: argparse.Namespace, settings: Settings) -> ModelSpec | None:
+    """The module of yours `optimize` should make a problem of (FILE.py:Class, or the [problem] table),
+    flags winning over the table; None when the problem is a problem file already."""
+    table = settings.problem
+    target = args.problem or table.get("module")
+    if target is None or not wants_problem(target):
+        return None
+    fallback = table if target == table.get("module") else {}
+    init = args.init if args.init is not None else fallback.get("init")
+    return ModelSpec.parse(target, init, args.input or fallback.get("inputs"), args.mode or fallback.get("mode"))
+
+
+def check_spec(args: argparse.Namespace) -> ModelSpec | bool:
+    """What `apply --check` runs: a model named with its specs, True for the recorded one, False: no check."""
+    if args.check is None:
+        return False
+    if not args.check:
+        return True
+    return ModelSpec.parse(args.check, args.init, args.input, args.mode)
 
 
 def backend_config(args: argparse.Namespace) -> BackendConfig:

@@ -1,4 +1,4 @@
-"""Command line: demo, eval, ask, optimize (app or headless), replay, sessions, undo.
+"""Command line: demo, eval, ask, optimize (app or headless), profile, apply, replay, sessions, undo.
 
 Flags and config files become a typed configuration here (kevin_tui.arguments) and go no further
 as a Namespace. What can be checked without running anything is checked before an app opens: the
@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from kevin_tui.arguments import (
@@ -19,6 +20,8 @@ from kevin_tui.arguments import (
     batch_config,
     build_parser,
     build_report_parser,
+    check_spec,
+    module_spec,
     run_config,
 )
 from kevin_tui.config import Settings, load_settings
@@ -30,6 +33,7 @@ from kevin_tui.evaluator.verdict import EXIT_CANNOT_EVALUATE_HERE, EXIT_OTHER, S
 from kevin_tui.problem import load_problem
 from kevin_tui.repo import AcceptInfo, GitProblem, KernelRepo, accept_beside
 from kevin_tui.session import find_session, load_session
+from kevin_tui.usermodel.specs import ModelSpec
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
@@ -100,13 +104,21 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
     config = run_config(args, settings)
-    if config.problem.problem is None and config.problem.resume is None:
-        print("kevin-tui: optimize needs a problem file (or --resume)", file=sys.stderr)
+    module = None if config.problem.resume else module_spec(args, settings)
+    if config.problem.problem is None and config.problem.resume is None and module is None:
+        print("kevin-tui: optimize needs a problem file, a module of yours (FILE.py:Class) or --resume",
+              file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
     config.backend.resolved_backend()  # no GPU and no server: said now, not after a model start
     if config.problem.resume:
         find_session(config.problem.sessions_dir, config.problem.resume)
     else:
+        if module is not None:  # your module becomes a problem file, proven by running both
+            from kevin_tui.usermodel.problems import make_problem
+
+            path, said = make_problem(module, config.problem.evaluation.device, args.problems_dir)
+            print(f"kevin-tui: {said}", file=sys.stderr)
+            config = replace(config, problem=replace(config.problem, problem=path))
         load_problem(config.problem.problem)  # its shape, from the syntax tree; it runs inside the app
     if args.headless:
         import asyncio
@@ -118,6 +130,44 @@ def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
 
     KevinApp(config=config).run()
     return 0
+
+
+def cmd_profile(args: argparse.Namespace, settings: Settings) -> int:
+    from kevin_tui.usermodel.profile_report import extract, profile, render
+
+    spec = ModelSpec.parse(args.target, args.init, args.input, args.mode)
+    if sys.stdout.isatty() and not (args.print or args.json or args.extract):
+        from kevin_tui.tui.profile_screen import ProfileApp
+
+        app = ProfileApp(spec, args.device, args.calls, args.problems_dir)
+        app.run()
+        print("\n".join(app.said) or "kevin-tui profile: nothing extracted")
+        return 0
+    print(f"kevin-tui: profiling {spec.describe()}…", file=sys.stderr)
+    report = profile(spec, args.device, args.calls, args.problems_dir)
+    if args.json:
+        print(json.dumps(asdict(report), default=str))
+    else:
+        print(render(report))
+    for line in extract(report.pick(args.extract), args.problems_dir) if args.extract else []:
+        print(line, file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+def cmd_apply(args: argparse.Namespace, settings: Settings) -> int:
+    from kevin_tui.usermodel.apply import CheckOptions, apply_kernel, record_in_session
+
+    options = CheckOptions(args.device, args.rounds, args.rtol, args.atol)
+    check = check_spec(args)
+    if check is not False:
+        print(f"kevin-tui: checking {args.kernel} in your model…", file=sys.stderr)
+    applied = apply_kernel(args.kernel, args.problem, check, options, git=not args.no_git, git_init=args.git_init)
+    session = record_in_session(applied, args.sessions_dir) if applied.passed is not False else None
+    if args.json:
+        print(json.dumps({**asdict(applied), "passed": applied.passed, "session": session}, default=str))
+    else:
+        print("\n".join(applied.lines()) + (f"\nrecorded in {session}" if session else ""))
+    return EXIT_OTHER if applied.passed is False or applied.error else 0
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
@@ -188,7 +238,7 @@ def cmd_cache(args: argparse.Namespace, settings: Settings) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "demo": cmd_demo, "eval": cmd_eval, "ask": cmd_ask, "optimize": cmd_optimize, "replay": cmd_replay,
     "sessions": cmd_sessions, "undo": cmd_undo, "cache": cmd_cache, "batch": cmd_batch,
-    "batch-report": cmd_batch_report,
+    "batch-report": cmd_batch_report, "profile": cmd_profile, "apply": cmd_apply,
 }  # fmt: skip
 
 

@@ -4,8 +4,9 @@ Config files are read in order, later ones overriding earlier ones: `$XDG_CONFIG
 config.toml` (`~/.config/...`), then `kevin-tui.toml` in the current directory; flags override both.
 Top-level keys are the long option names with `_` for `-` (`model`, `server`, `budget`, `device`,
 `temperature`, ...); a `[sampling]` table is accepted for the sampling options, `[keys]` remaps
-the app's keys by binding id (`continue = "space"`), and `[peaks."H100"]` (bandwidth_gbs, fp32_tflops,
-tensor_tflops) overrides a device's speed-of-light figures.
+the app's keys by binding id (`continue = "space"`), `[peaks."H100"]` (bandwidth_gbs, fp32_tflops,
+tensor_tflops) overrides a device's speed-of-light figures, and `[problem]` names a module of yours for
+`kevin-tui optimize` to make a problem of (`module`, `init`, `inputs`, `mode`).
 
 Two scopes: `BackendConfig` (kevin_tui.models.factory) says which model to talk to and can serve
 many problems in one process; `ProblemConfig` is everything one problem's run needs. `RunConfig`
@@ -26,6 +27,7 @@ from kevin_tui.models.factory import BackendConfig
 from kevin_tui.protocol.prompt import DEFAULT_BUDGET
 
 PROJECT_FILE = "kevin-tui.toml"
+PROBLEM_KEYS = ("module", "init", "inputs", "mode")
 
 
 class ConfigError(KevinError):
@@ -40,6 +42,7 @@ class Settings:
     keys: dict[str, str] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
     peaks: dict[str, dict] = field(default_factory=dict)  # device name -> speed-of-light figures
+    problem: dict[str, Any] = field(default_factory=dict)  # the [problem] table: a module of yours
 
 
 def config_files(cwd: Path | None = None) -> list[Path]:
@@ -51,6 +54,7 @@ def load_settings(files: list[Path] | None = None) -> Settings:
     values: dict[str, Any] = {}
     keys: dict[str, str] = {}
     peaks: dict[str, dict] = {}
+    problem: dict[str, Any] = {}
     sources: list[str] = []
     for path in files if files is not None else config_files():
         if not path.exists():
@@ -62,9 +66,13 @@ def load_settings(files: list[Path] | None = None) -> Settings:
         sampling = data.pop("sampling", {})
         keys.update(data.pop("keys", {}))
         peaks.update(data.pop("peaks", {}))
+        problem.update(data.pop("problem", {}))
+        if unknown := sorted(set(problem) - set(PROBLEM_KEYS)):
+            raise ConfigError(f"bad configuration file {path}: [problem] has no key {unknown[0]!r} "
+                              f"(it takes {', '.join(PROBLEM_KEYS)})")  # fmt: skip
         values.update({k.replace("-", "_"): v for k, v in {**data, **sampling}.items()})
         sources.append(str(path))
-    return Settings(values, keys, tuple(sources), peaks)
+    return Settings(values, keys, tuple(sources), peaks, problem)
 
 
 @dataclass(frozen=True)

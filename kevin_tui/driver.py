@@ -11,6 +11,8 @@ back; they decide nothing. The driver decides:
 - edit: the edited kernel becomes its own turn, after the kernel it was edited from;
 - accept: exactly the candidate asked for, only if correct; a kernel slower than the reference, or
   a directory that is not a repository, is a question for the user first;
+- apply: after an accept, for a problem made from the user's own module, installing the kernel in
+  their model with the end-to-end check is offered (kevin_tui.usermodel.apply);
 - scheduling: trajectories run side by side; generation, builds and evaluation share the machine
   through a gate (kevin_tui.device_gate; batch mode brings its own, shared by many problems);
 - the session's stop and end events.
@@ -31,12 +33,13 @@ from typing import Any, Literal
 
 from kevin_tui.config import RunConfig
 from kevin_tui.device_gate import DeviceGate, Gate
+from kevin_tui.errors import KevinError
 from kevin_tui.loop import Agent, Candidate, Evaluating, Turn
 from kevin_tui.models.base import Backend, BackendError, Reply
 from kevin_tui.models.factory import open_backend
 from kevin_tui.protocol.prompt import estimate_tokens
 from kevin_tui.ranking import best_correct
-from kevin_tui.repo import AcceptInfo, GitProblem, KernelRepo, NotARepository, accept_beside
+from kevin_tui.repo import AcceptInfo, GitProblem, KernelRepo, NotARepository, accept_beside, kernel_path_for
 from kevin_tui.run import ProblemScope, Run, open_problem, open_run
 from kevin_tui.session import CandidateRef
 from kevin_tui.session.events import (
@@ -50,6 +53,7 @@ from kevin_tui.session.events import (
     StopEvent,
     UndoEvent,
 )
+from kevin_tui.usermodel.apply import CheckOptions, apply_kernel
 from kevin_tui.views import CandidateView, views_of_turns
 
 FIRST_BUILD_HINT = "first build on this machine: precompiling headers, about a minute"
@@ -390,6 +394,29 @@ class Driver:
             return Outcome(f"cannot undo: {exc}", ok=False)
         self.run.writer.write(UndoEvent(message=message))
         return Outcome(message)
+
+    def apply_offer(self) -> str | None:
+        """The question to ask after an accept when the problem was made from a module of the user's
+        (None otherwise): install the kernel in their model, checked end to end."""
+        origin = self.run.problem.origin if self.run else None
+        if origin is None:
+            return None
+        model = (origin.get("model") or {}).get("target") or f"{origin['class']} alone"
+        return (f"Install this kernel in your model? kevin-tui apply writes an install(model) helper beside it, "
+                f"runs {model} before and after (outputs and end-to-end time), and commits the helper if they "
+                "match.")  # fmt: skip
+
+    async def apply(self) -> Outcome:
+        """Install the accepted kernel in the user's model with the end-to-end check; the session records it."""
+        assert self.run is not None
+        problem = self.run.problem.path
+        options = CheckOptions(device=self.config.problem.evaluation.device)
+        try:
+            applied = await asyncio.to_thread(apply_kernel, kernel_path_for(problem), problem, True, options)
+        except KevinError as exc:
+            return Outcome(f"not applied: {exc}", ok=False)
+        self.run.writer.write(applied.event())
+        return Outcome("\n".join(applied.lines()), ok=applied.passed is not False and applied.error is None)
 
     async def accept_best(self, slower_ok: bool = False, git_init: bool = False) -> Outcome:
         best = self.best()

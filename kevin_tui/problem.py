@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kevin_tui.errors import EXIT_USAGE, KevinError
 
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
+ORIGIN_TAG = "# kevin-tui-origin: "  # a problem kevin-tui wrote from your module: where it came from, as JSON
 
 
 class ProblemError(KevinError):
@@ -35,6 +38,23 @@ class Problem:
     @property
     def sha256(self) -> str:
         return hashlib.sha256(self.source.encode()).hexdigest()
+
+    @property
+    def origin(self) -> dict[str, Any] | None:
+        return problem_origin(self.source)
+
+
+def problem_origin(source: str) -> dict[str, Any] | None:
+    """Where a problem kevin-tui wrote from your module came from (its module, arguments, inputs, and
+    the model it was profiled in); None for any other problem file."""
+    for line in source.splitlines()[:5]:
+        if line.startswith(ORIGIN_TAG):
+            try:
+                origin = json.loads(line[len(ORIGIN_TAG) :])
+            except json.JSONDecodeError:
+                return None
+            return origin if isinstance(origin, dict) else None
+    return None
 
 
 def top_level_names(tree: ast.Module) -> set[str]:

@@ -1,10 +1,15 @@
 """Accepted kernels land in git, and nothing else moves.
 
-The commit is built with git's plumbing on a temporary index (read-tree HEAD, add one blob,
+The commit is built with git's plumbing on a temporary index (read-tree HEAD, add the blobs,
 write-tree, commit-tree, update-ref with the old value as a guard), so whatever the user has
-staged, changed or left untracked is never touched: only the kernel file's entry in the real
-index is updated, to match the new HEAD. Undo is the reverse, and only while our commit is
-still HEAD and the kernel file is as we committed it.
+staged, changed or left untracked is never touched: only the committed files' entries in the real
+index are updated, to match the new HEAD. Undo is the reverse, and only while our commit is
+still HEAD and its files are as we committed them.
+
+A commit says what it holds in trailers: files kevin-tui wrote (`Kevin-Kernel`, the kernel;
+`Kevin-Apply`, the helper that installs it in a model) and files committed as they were found
+(`Kevin-With`: a problem file kevin-tui generated earlier). Undo puts written files back as they
+were (or removes them) and leaves found files on disk, as they were before the commit.
 """
 
 from __future__ import annotations
@@ -18,8 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from kevin_tui.errors import KevinError
+from kevin_tui.problem import problem_origin
 
 KERNEL_TRAILER = "Kevin-Kernel"
+APPLY_TRAILER = "Kevin-Apply"
+WRITTEN_TRAILERS = (KERNEL_TRAILER, APPLY_TRAILER)  # files kevin-tui wrote in the commit
+WITH_TRAILER = "Kevin-With"  # files committed as they were found
 FALLBACK_IDENTITY = ("kevin-tui", "kevin-tui@localhost")
 IN_PROGRESS = {
     "MERGE_HEAD": "a merge", "CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert",
@@ -65,10 +74,13 @@ def accept_beside(
     problem_path: Path, source: str, info: AcceptInfo, name: str | None = None, git: bool = True, init: bool = False
 ) -> Accepted:
     """Write an accepted kernel beside its problem module and, unless `git` is False, commit that file
-    alone. Raises GitProblem (NotARepository when there is no repository and `init` is False)."""
+    alone — with the problem file when kevin-tui generated it from a module of yours and it is not
+    committed as it is, so the verdict can be reproduced. Raises GitProblem (NotARepository when
+    there is no repository and `init` is False)."""
     path = kernel_path_for(problem_path, name)
     if git:
-        return KernelRepo.find(path, init=init).accept_kernel(path, source, info)
+        generated = problem_path.exists() and problem_origin(problem_path.read_text()) is not None
+        return KernelRepo.find(path, init=init).accept_kernel(path, source, info, [problem_path] if generated else [])
     try:
         path.write_text(kernel_file_text(source, info))
     except OSError as exc:
@@ -109,7 +121,7 @@ def kernel_file_text(source: str, info: AcceptInfo) -> str:
     return "\n".join(lines) + "\n" + source.rstrip("\n") + "\n"
 
 
-def commit_message(info: AcceptInfo, relative: str) -> str:
+def commit_message(info: AcceptInfo, relative: str, with_files: tuple[str, ...] = ()) -> str:
     """Says what the kernel is and how fast, and never calls a slower kernel faster."""
     turn = f" (turn {info.turn})" if info.turn is not None else ""
     trailers = {
@@ -120,7 +132,8 @@ def commit_message(info: AcceptInfo, relative: str) -> str:
         "Device": info.device or None,
         KERNEL_TRAILER: relative,
     }
-    body = "\n".join(f"{k}: {v}" for k, v in trailers.items() if v is not None)
+    body = "\n".join([*(f"{k}: {v}" for k, v in trailers.items() if v is not None),
+                      *(f"{WITH_TRAILER}: {f}" for f in with_files)])  # fmt: skip
     if info.speedup is None:
         summary = f"feat({info.module}): Kevin kernel, speed not measured{turn}"
         what = f"a replacement for {info.module}.Model (its speed was not measured)"
@@ -211,65 +224,99 @@ class KernelRepo:
 
     # -- accept and undo --------------------------------------------------
 
-    def accept_kernel(self, path: Path, source: str, info: AcceptInfo) -> Accepted:
-        """Write the candidate (with its header) to `path` and commit that file alone."""
-        self._check_state()
+    def accept_kernel(self, path: Path, source: str, info: AcceptInfo, found: list[Path] = ()) -> Accepted:
+        """Write the candidate (with its header) to `path` and commit that file, and those of `found`
+        that differ from HEAD as they are on disk."""
         relative = self.relative(path)
-        return self._commit_file(path, relative, kernel_file_text(source, info), commit_message(info, relative))
+        with_files = self.changed(found)
+        message = commit_message(info, relative, tuple(self.relative(f) for f in with_files))
+        return self.commit_files({path: kernel_file_text(source, info)}, with_files, message)
 
-    def _commit_file(self, path: Path, relative: str, text: str, message: str) -> Accepted:
-        try:
-            path.write_text(text)
-        except OSError as exc:
-            raise GitProblem(f"cannot write {path}: {exc.strerror or exc}") from None
-        blob = self._run("hash-object", "-w", "--", relative)
+    def changed(self, paths: list[Path]) -> list[Path]:
+        """Those of `paths` whose content on disk is not what HEAD holds (untracked ones included)."""
+        head = self._head()
+        found = []
+        for path in paths:
+            relative = self.relative(path)
+            committed = self._run("ls-tree", head, "--", relative).split() if head else []
+            if not committed or committed[2] != self._run("hash-object", "--", relative):
+                found.append(path)
+        return found
+
+    def commit_files(self, written: dict[Path, str], found: list[Path], message: str) -> Accepted:
+        """Write each of `written` and commit them with `found` as they are on disk; the first written
+        file is the one reported."""
+        self._check_state()
+        for path, text in written.items():
+            try:
+                path.write_text(text)
+            except OSError as exc:
+                raise GitProblem(f"cannot write {path}: {exc.strerror or exc}") from None
+        entries = [
+            (self.relative(p), self._run("hash-object", "-w", "--", self.relative(p))) for p in [*written, *found]
+        ]
         parent = self._head()
         identity, notice = self._identity_env()
         with tempfile.TemporaryDirectory(prefix="kevin-commit-") as tmp:
             index_env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
             self._run("read-tree", *([parent] if parent else ["--empty"]), env=index_env)
-            self._run("update-index", "--add", "--cacheinfo", f"100644,{blob},{relative}", env=index_env)
+            for relative, blob in entries:
+                self._run("update-index", "--add", "--cacheinfo", f"100644,{blob},{relative}", env=index_env)
             tree = self._run("write-tree", env=index_env)
             message_file = Path(tmp) / "message"
             message_file.write_text(message)
             parents = ["-p", parent] if parent else []
             commit = self._run("commit-tree", tree, *parents, "-F", str(message_file), env=identity)
         self._run("update-ref", "-m", "kevin-tui: accept kernel", "HEAD", commit, parent or ZERO_SHA)
-        self._run("update-index", "--add", "--cacheinfo", f"100644,{blob},{relative}")
-        return Accepted(commit, path, notice)
+        for relative, blob in entries:
+            self._run("update-index", "--add", "--cacheinfo", f"100644,{blob},{relative}")
+        return Accepted(commit, next(iter(written)), notice)
 
     def undo(self) -> str:
-        """Take the last accept back, if it is still HEAD and its file is untouched; else explain."""
+        """Take the last accept (or apply) back, if it is still HEAD and its files are untouched; else
+        explain."""
         self._check_state()
         head = self._head()
         if head is None:
             raise GitProblem("the repository has no commits: nothing to undo")
         commit = self.repo.commit(head)
-        match = re.search(rf"^{KERNEL_TRAILER}: (.+)$", commit.message, re.M)
-        if match is None:
+        written = re.findall(rf"^(?:{'|'.join(WRITTEN_TRAILERS)}): (.+)$", commit.message, re.M)
+        found = re.findall(rf"^{WITH_TRAILER}: (.+)$", commit.message, re.M)
+        if not written:
             raise GitProblem(
                 f"HEAD ({head[:8]} {commit.summary!r}) is not a kevin-tui accept: something was committed "
                 "after it, so undo will not rewrite history (use `git revert` on the kevin-tui commit)"
             )
-        relative = match[1].strip()
-        path = self.root / relative
-        committed = self._run("rev-parse", f"{head}:{relative}")
-        current = self._run("hash-object", "--", relative) if path.exists() else None
-        staged = self._run("ls-files", "-s", "--", relative).split()
-        if current != committed or (staged and staged[1] != committed):
-            raise GitProblem(f"{relative} was changed since it was accepted: commit or discard that change first")
+        for relative in (r.strip() for r in [*written, *found]):
+            path = self.root / relative
+            committed = self._run("rev-parse", f"{head}:{relative}")
+            current = self._run("hash-object", "--", relative) if path.exists() else None
+            staged = self._run("ls-files", "-s", "--", relative).split()
+            if current != committed or (staged and staged[1] != committed):
+                raise GitProblem(f"{relative} was changed since it was accepted: commit or discard that change first")
         parent = commit.parents[0].hexsha if commit.parents else None
         if parent:
             self._run("update-ref", "-m", "kevin-tui: undo accept", "HEAD", parent, head)
         else:
             self._run("update-ref", "-m", "kevin-tui: undo accept", "-d", "HEAD", head)
+        said = [self._restore(r.strip(), parent, keep=False) for r in written]
+        said += [self._restore(r.strip(), parent, keep=True) for r in found]
+        return f"undid {head[:8]}: " + "; ".join(said)
+
+    def _restore(self, relative: str, parent: str | None, keep: bool) -> str:
+        """Put one file of an undone commit back as it was before it: its parent version, or (written
+        by kevin-tui) removed, or (found on disk) left there, untracked again."""
+        path = self.root / relative
         before = self._run("ls-tree", parent, "--", relative).split() if parent else []
         if before:
-            mode, _, blob = before[0], before[1], before[2]
-            path.write_bytes(self.repo.odb.stream(bytes.fromhex(blob)).read())
-            os.chmod(path, 0o755 if mode == "100755" else 0o644)
+            mode, blob = before[0], before[2]
+            if not keep:
+                path.write_bytes(self.repo.odb.stream(bytes.fromhex(blob)).read())
+                os.chmod(path, 0o755 if mode == "100755" else 0o644)
             self._run("update-index", "--add", "--cacheinfo", f"{mode},{blob},{relative}")
-            return f"undid {head[:8]}: {relative} is back to its version in {parent[:8]}"
-        path.unlink(missing_ok=True)
+            return f"{relative} is back to its version in {parent[:8]}"
         self._run("update-index", "--force-remove", "--", relative)
-        return f"undid {head[:8]}: removed {relative}, which it had added"
+        if keep:
+            return f"{relative} is no longer committed (the file is left as it is)"
+        path.unlink(missing_ok=True)
+        return f"removed {relative}, which it had added"

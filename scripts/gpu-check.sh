@@ -55,4 +55,11 @@ timeout 90 python3 -m kevin_tui batch $(python3 -c "from tests.batch_problems im
     --sampling-seed 0 --eval-devices "$devices" --no-live --progress-every 20 --export "$report/batch-rl.jsonl" \
     > "$report/batch.txt" 2>&1
 echo "batch on $devices exit $?"; tail -30 "$report/batch.txt"
+
+# Your own model on the GPU (examples/tinylm): the profile ranks by kernel time, the CUDA GeluGate kernel is
+# checked in the whole model; then the figures (profiler overhead, the kernel alone and end to end)
+timeout 150 python3 -m pytest -v -p no:cacheprovider -o addopts="" -m gpu tests/test_usermodel.py 2>&1 \
+    | tee "$report/usermodel-pytest.log" | tail -12
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+timeout 120 python3 bench/usermodel_bench.py --device cuda --tokens 8,512 2>&1 | tee "$report/usermodel-bench.txt" | tail -6
 exit $status

@@ -143,6 +143,20 @@ class AcceptEvent(CandidateEvent):
 
 
 @dataclass(kw_only=True)
+class ApplyEvent(Event):
+    """An accepted kernel installed in the user's model by `kevin-tui apply`: the helper, its commit,
+    and the end-to-end check (`passed` None: not checked)."""
+
+    type: ClassVar[str] = "apply"
+    kernel: str
+    helper: str
+    commit: str | None = None
+    model: str | None = None
+    passed: bool | None = None
+    check: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
 class UndoEvent(Event):
     type: ClassVar[str] = "undo"
     message: str
@@ -188,7 +202,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     cls.type: cls
     for cls in (
         PromptEvent, RetryEvent, ReplyEvent, KernelEvent, EvaluationEvent, AttemptEvent, NoteEvent, EditEvent,
-        AcceptEvent, UndoEvent, ErrorEvent, StopEvent, ResumeEvent, EndEvent,
+        AcceptEvent, ApplyEvent, UndoEvent, ErrorEvent, StopEvent, ResumeEvent, EndEvent,
     )
 }  # fmt: skip
 

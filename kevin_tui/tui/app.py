@@ -398,6 +398,8 @@ class KevinApp(App):
         outcome = await self.driver.accept(ref, slower_ok, git_init)
         if outcome.ask is None:
             self.notify(outcome.message, severity="information" if outcome.ok else "error")
+            if outcome.ok and (question := self.driver.apply_offer()):
+                self.push_screen(ConfirmScreen(question), lambda yes: self.apply_kernel() if yes else None)
             return
         ask = outcome.ask
 
@@ -406,6 +408,14 @@ class KevinApp(App):
                 self.accept(ref, slower_ok or ask == "slower", git_init or ask == "git_init")
 
         self.push_screen(ConfirmScreen(outcome.message), answer)
+
+    @work(group="git", exit_on_error=False)
+    async def apply_kernel(self) -> None:
+        """The accepted kernel into the user's model (kevin-tui apply --check), offered after an accept."""
+        assert self.driver is not None
+        self.notify("checking the kernel in your model: before and after…")
+        outcome = await self.driver.apply()
+        self.notify(outcome.message, severity="information" if outcome.ok else "error", timeout=30)
 
     @work(group="git", exit_on_error=False)
     async def action_undo(self) -> None:

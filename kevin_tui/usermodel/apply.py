@@ -1,0 +1,250 @@
+"""`kevin-tui apply KERNEL [--check MODEL]`: an accepted kernel, installed in your model, with proof.
+
+Apply writes a small helper beside the kernel (`<problem>_apply.py`, from install_template.py) whose
+`install(model)` swaps each instance of the original class for ModelNew with the same state dict,
+and which KEVIN_TUI_KERNELS=off turns off. With `--check`, the worker runs your whole model before
+and after install, on the profile's inputs (or the ones given): outputs within tolerance, and the
+end-to-end times. A failed check writes nothing. The helper is committed (with the kernel and its
+problem file if they are not committed as they are), with the check's figures in the message; the
+kernel's session, when there is one, records it too.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kevin_tui.problem import Problem, load_problem, top_level_names
+from kevin_tui.repo import APPLY_TRAILER, WITH_TRAILER, GitProblem, KernelRepo
+from kevin_tui.session.events import ApplyEvent
+from kevin_tui.session.writer import SessionWriter
+from kevin_tui.usermodel.runner import UserModelProblem, run_worker
+from kevin_tui.usermodel.specs import ModelSpec
+
+TEMPLATE = Path(__file__).with_name("install_template.py")
+SETTING = re.compile(r"^(KERNEL|PROBLEM|CLASS|SOURCE) = .*?(  # .*)$", re.M)
+KERNEL_SPEEDUP = re.compile(r"^# Kevin kernel for .*?: ([\d.]+)x vs eager", re.M)
+KERNEL_SESSION = re.compile(r"^# session (\S+), turn", re.M)
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    device: str = "auto"
+    rounds: int = 20
+    rtol: float | None = None
+    atol: float | None = None
+
+
+@dataclass
+class Applied:
+    kernel: Path
+    helper: Path
+    check: dict[str, Any] | None  # the worker's figures; None when not checked
+    model: str | None  # what was checked
+    commit: str | None = None
+    notice: str = ""
+    error: str | None = None  # why it was not committed
+
+    @property
+    def passed(self) -> bool | None:
+        return None if self.check is None else bool(self.check["passed"])
+
+    def lines(self) -> list[str]:
+        """What happened, for the terminal and the app."""
+        if self.passed is False:
+            return [*check_lines(self.check, self.model or ""), f"not installed: nothing was written to {self.helper}"]
+        said = [f"helper {self.helper}: `from {_dotted(self.helper)} import install; model = install(model)` "
+                "(KEVIN_TUI_KERNELS=off turns it off)"]  # fmt: skip
+        if self.check is not None:
+            said += check_lines(self.check, self.model or "")
+        if self.commit:
+            said.append(f"committed {self.commit[:10]}" + (f"; {self.notice}" if self.notice else ""))
+        if self.error:
+            said.append(f"not committed: {self.error}")
+        return said
+
+    def event(self) -> ApplyEvent:
+        return ApplyEvent(kernel=str(self.kernel), helper=str(self.helper), commit=self.commit, model=self.model,
+                          passed=self.passed, check=self.check or {})  # fmt: skip
+
+
+def _dotted(path: Path) -> str:
+    try:
+        relative = path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        relative = Path(path.name)
+    return ".".join(relative.with_suffix("").parts)
+
+
+def check_lines(check: dict[str, Any], model: str) -> list[str]:
+    swapped = f"{len(check['swapped'])} swapped ({', '.join(check['swapped'])})" if check.get("swapped") else ""
+    lines = [f"check: {model} on {check.get('device', '?')}" + (f", {swapped}" if swapped else "")]
+    lines += [f"  left as it is: {why}" for why in check.get("left", [])]
+    if not check["passed"]:
+        return [*lines, f"  FAILED: {check['message']}"]
+    lines.append(f"  outputs match (largest difference {check['max_abs_diff']:.3g})")
+    lines.append(f"  end to end: {check['before_ms']:.3f} ms before, {check['after_ms']:.3f} ms after "
+                 f"(median of {check['rounds']} interleaved rounds): {speed_text(check)}")  # fmt: skip
+    return lines
+
+
+def speed_text(check: dict[str, Any]) -> str:
+    """The end-to-end speedup with its interval; "no measurable difference" when that holds 1."""
+    low, high = check["interval"]
+    interval = f"95% interval {low:.2f}-{high:.2f}"
+    if low <= 1 <= high:
+        return f"no measurable difference ({check['speedup']:.2f}x, {interval})"
+    return f"{check['speedup']:.2f}x ({interval})"
+
+
+def verdict(check: dict[str, Any]) -> str:
+    """faster, slower or same, end to end (by the interval)."""
+    low, high = check["interval"]
+    return "faster" if low > 1 else "slower" if high < 1 else "same"
+
+
+def problem_of(kernel: Path, problem: Path | None = None) -> Problem:
+    """The generated problem a kernel was made for: `x_kernel.py` is for `x.py` unless named."""
+    path = problem or kernel.with_name(kernel.name.removesuffix("_kernel.py") + ".py")
+    found = load_problem(path)
+    if found.origin is None:
+        raise UserModelProblem(f"{path} was not written by kevin-tui from a module of yours, so which class the "
+                               "kernel replaces is unknown (make the problem with `kevin-tui optimize FILE.py:Class` "
+                               "or `kevin-tui profile --extract`)")  # fmt: skip
+    return found
+
+
+def helper_path(problem: Path) -> Path:
+    return problem.with_name(f"{problem.stem}_apply.py")
+
+
+def helper_text(kernel: Path, problem: Problem) -> str:
+    """install_template.py with this kernel's settings."""
+    origin = problem.origin
+    helper_dir = problem.path.parent
+    source = problem.path.parent / origin["root"] / origin["class_file"]
+    settings = {
+        "KERNEL": repr(os.path.relpath(kernel.resolve(), helper_dir.resolve())),
+        "PROBLEM": repr(problem.path.name),
+        "CLASS": repr(origin["class"]),
+        "SOURCE": repr(os.path.relpath(source.resolve(), helper_dir.resolve())),
+    }
+    text = SETTING.sub(lambda m: f"{m[1]} = {settings[m[1]]}{m[2]}", TEMPLATE.read_text())
+    header = (
+        f"# Written by kevin-tui apply for {kernel.name}; `kevin-tui undo` takes it back while it is the last commit"
+    )
+    return f"{header}\n{text}"
+
+
+def check_model(problem: Problem, given: ModelSpec | None) -> ModelSpec:
+    """What --check runs: the model given, else the one the problem was profiled in, else its module alone."""
+    if given is not None:
+        return given
+    origin = problem.origin
+    recorded = origin.get("model") or {
+        "target": origin["target"],
+        "init": ",".join(f"{k}={v}" for k, v in origin["init"].items()),
+        "inputs": origin["inputs"],
+        "mode": None if origin["training"] else "eval",
+    }
+    file, _, name = recorded["target"].rpartition(":") if ":" in recorded["target"] else (recorded["target"], "", "")
+    path = os.path.relpath((problem.path.parent / origin["root"] / file).resolve(), Path.cwd())
+    target = f"{path}:{name}" if name else path
+    return ModelSpec.parse(target, recorded.get("init"), recorded.get("inputs"), recorded.get("mode"))
+
+
+def apply_kernel(
+    kernel: Path,
+    problem: Path | None = None,
+    check: ModelSpec | bool = False,
+    options: CheckOptions = CheckOptions(),
+    git: bool = True,
+    git_init: bool = False,
+) -> Applied:
+    """Write the helper, check it when asked (a failure writes nothing and raises nothing: see
+    `passed`), and commit it unless `git` is False."""
+    if not kernel.is_file() or "ModelNew" not in top_level_names_of(kernel):
+        raise UserModelProblem(f"{kernel}: no such kernel file (one that defines ModelNew)")
+    found = problem_of(kernel, problem)
+    helper = helper_path(found.path)
+    text = helper_text(kernel, found)
+    applied = Applied(kernel, helper, None, None)
+    before = helper.read_text() if helper.exists() else None
+    helper.write_text(text)
+    if check is not False:
+        spec = check_model(found, check if isinstance(check, ModelSpec) else None)
+        applied.model = spec.describe()
+        request = {**spec.request(), "helper": str(helper.resolve()), "device": options.device,
+                   "rounds": options.rounds, "rtol": options.rtol, "atol": options.atol}  # fmt: skip
+        try:
+            applied.check = run_worker("check", request)
+        finally:
+            if not applied.check or not applied.check["passed"]:
+                _put_back(helper, before)
+        if not applied.check["passed"]:
+            return applied
+    if git:
+        try:
+            repo = KernelRepo.find(helper, init=git_init)
+            with_files = repo.changed([kernel, found.path])
+            relative = [repo.relative(f) for f in with_files]
+            done = repo.commit_files({helper: text}, with_files, commit_message(applied, found, kernel, relative,
+                                                                               repo.relative(helper)))  # fmt: skip
+            applied.commit, applied.notice = done.commit, done.notice
+        except GitProblem as exc:
+            applied.error = str(exc)
+    return applied
+
+
+def top_level_names_of(path: Path) -> set[str]:
+    try:
+        return top_level_names(ast.parse(path.read_text()))
+    except (SyntaxError, OSError, UnicodeDecodeError):
+        return set()
+
+
+def _put_back(helper: Path, before: str | None) -> None:
+    if before is None:
+        helper.unlink(missing_ok=True)
+    else:
+        helper.write_text(before)
+
+
+def commit_message(applied: Applied, problem: Problem, kernel: Path, with_files: list[str], helper: str) -> str:
+    """Says what was installed where, and how fast end to end; never calls it faster when it is not."""
+    name = problem.origin["class"]
+    check = applied.check
+    alone = KERNEL_SPEEDUP.search(kernel.read_text())
+    if check is None:
+        summary = f"feat({name}): install Kevin kernel, not checked in a model"
+    elif verdict(check) == "faster":
+        summary = f"perf({name}): Kevin kernel installed, {check['speedup']:.2f}x end to end"
+    elif verdict(check) == "slower":
+        summary = f"feat({name}): Kevin kernel installed, {check['speedup']:.2f}x end to end (slower)"
+    else:
+        summary = f"feat({name}): Kevin kernel installed, no measurable difference end to end"
+    what = (f"kevin-tui apply: {helper} swaps each {name} ({problem.origin['class_file']}) for ModelNew from "
+            f"{kernel.name}, carrying its state dict; KEVIN_TUI_KERNELS=off turns it off.")  # fmt: skip
+    body = check_lines(check, applied.model or "") if check else ["Not checked: run kevin-tui apply --check"]
+    if alone:
+        body.append(f"Kernel alone: {alone[1]}x vs eager")
+    trailers = [f"{APPLY_TRAILER}: {helper}", *(f"{WITH_TRAILER}: {f}" for f in with_files)]
+    return "\n".join([summary, "", what, "", *body, "", *trailers]) + "\n"
+
+
+def record_in_session(applied: Applied, sessions_dir: Path) -> Path | None:
+    """Append the apply to the session the kernel was accepted in, when that session is here."""
+    match = KERNEL_SESSION.search(applied.kernel.read_text())
+    path = sessions_dir / f"{match[1]}.jsonl" if match and match[1] != "-" else None
+    if path is None or not path.exists():
+        return None
+    writer = SessionWriter(path)
+    try:
+        writer.write(applied.event())
+    finally:
+        writer.close()
+    return path

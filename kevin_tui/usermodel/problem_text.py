@@ -1,0 +1,109 @@
+"""The KernelBench problem file kevin-tui writes for a module of yours.
+
+It holds the module's source and everything it uses from your code (kevin_tui.usermodel.bundle),
+`class Model(YourClass)`, get_inputs() drawing the inputs you gave (or the ones seen in a
+profile), get_init_inputs() with the constructor arguments in order, and a first line tagged
+`# kevin-tui-origin:` recording where it came from, which `kevin-tui apply` reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kevin_tui.problem import ORIGIN_TAG
+from kevin_tui.usermodel.bundle import Bundler, relative_path
+from kevin_tui.usermodel.specs import InputSpec, SpecError, first_dim_name
+
+RESERVED = ("Model", "ModelNew", "get_inputs", "get_init_inputs", "batch_size")
+
+
+@dataclass
+class ProblemSpec:
+    """What a problem is made from: a class of yours, its arguments and inputs, the mode it runs in."""
+
+    target: str  # as given or found: "tinylm/blocks.py:GeluGate", relative to the project directory
+    class_file: Path  # where the class is defined
+    class_name: str
+    init: list[tuple[str, str]]  # (parameter, Python text), in positional order
+    inputs: list[InputSpec]
+    training: bool
+    needs: list[tuple[Path, str]] = field(default_factory=list)  # more of your names the arguments use
+    model: dict[str, Any] | None = None  # {"target", "init", "inputs"} of the model it was profiled in
+
+    def origin(self, root: Path, problems_dir: Path) -> dict[str, Any]:
+        """What the first line records; paths are relative to `root`, itself relative to the problem."""
+        return {
+            "root": os.path.relpath(root.resolve(), problems_dir.resolve()),
+            "target": self.target,
+            "class_file": relative_path(self.class_file, root),
+            "class": self.class_name,
+            "init": dict(self.init),
+            "inputs": [s.text() for s in self.inputs],
+            "training": self.training,
+            **({"model": self.model} if self.model else {}),
+        }
+
+
+def problem_file_name(spec: ProblemSpec) -> str:
+    return f"{spec.class_file.stem}_{spec.class_name}.py"
+
+
+def problem_text(spec: ProblemSpec, roots: list[Path], root: Path, problems_dir: Path) -> str:
+    """The problem's source; `roots` are where your package's modules are found, `root` the project
+    directory that paths are written relative to, `problems_dir` where the file will be."""
+    bundler = Bundler(roots)
+    bundler.add(spec.class_file, spec.class_name)
+    for path, name in spec.needs:
+        bundler.add(path, name)
+    for name in RESERVED:
+        if name in bundler.meaning and not (name == "Model" == spec.class_name and spec.training):
+            raise SpecError(f"cannot write a problem for {spec.target}: your code defines {name}, a name "
+                            "KernelBench reserves; rename it")  # fmt: skip
+    bundler.need_import("torch", "import torch")  # get_inputs() draws with it
+    body = bundler.text(root)
+    relative = relative_path(spec.class_file, root)
+    first_dim = first_dim_name(spec.inputs)
+    sizes = ""
+    if first_dim:
+        first = next(s for s in spec.inputs if hasattr(s, "shape"))
+        sizes = f"{first_dim} = {first.shape[0]}\n\n\n"
+    inputs = ", ".join(s.expression(first_dim) for s in spec.inputs)
+    init = ", ".join(text for _, text in spec.init)
+    names = ", ".join(name for name, _ in spec.init)
+    about = (
+        f"Made by kevin-tui from {spec.target}; everything it uses from your code is copied here, so this file "
+        "stands alone. ModelNew must hold the same parameters and buffers under the same names and shapes: "
+        f"`kevin-tui apply` loads the state dict of each {spec.class_name} of your model into it."
+    )
+    return "\n".join([
+        f"{ORIGIN_TAG}{json.dumps(spec.origin(root, problems_dir))}",
+        f'"""{spec.class_name} from {relative} as a KernelBench problem: Model is the module to make faster.',
+        "",
+        textwrap.fill(about, 100),
+        '"""',
+        "",
+        body,
+        "",
+        _model_class(spec) + sizes + "def get_inputs():",
+        f"    return [{inputs}]",
+        "",
+        "",
+        "def get_init_inputs():",
+        f"    return [{init}]" + (f"  # {names}" if names else ""),
+        "",
+    ])  # fmt: skip
+
+
+def _model_class(spec: ProblemSpec) -> str:
+    if spec.class_name == "Model":
+        return ""
+    lines = [f"class Model({spec.class_name}):", f'    """{spec.class_name}, as your model uses it."""']
+    if not spec.training:
+        lines += ["", "    def __init__(self, *args):", "        super().__init__(*args)",
+                  "        self.eval()  # it runs in eval mode in your model"]  # fmt: skip
+    return "\n".join([*lines, "", "", ""])

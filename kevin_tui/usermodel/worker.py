@@ -1,0 +1,201 @@
+"""The worker: `python -m kevin_tui.usermodel.worker COMMAND` reads a JSON request on stdin and writes
+one JSON answer on stdout. It imports torch and your code, so kevin-tui itself never does.
+
+Commands: `problem` (a module of yours as a problem file, proven), `profile` (where the model's time
+goes, and a proven problem for each of your modules in it), `check` (the model before and after
+`install`, see kevin_tui.usermodel.check). A fault of yours is `{"error": "one line"}`; your code's
+prints go to stderr, never into the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from kevin_tui.usermodel import profiling
+from kevin_tui.usermodel.capture import InitRecorder, InputRecorder, NotWritable, is_users
+from kevin_tui.usermodel.check import check
+from kevin_tui.usermodel.extract import input_specs, problem_spec, write_and_check
+from kevin_tui.usermodel.loader import (
+    UserModelError,
+    build,
+    draw,
+    ordered_inputs,
+    resolve,
+    run_forward,
+    search_roots,
+)
+from kevin_tui.usermodel.specs import InputSpec, SpecError, parse_init, parse_inputs, parse_target
+
+SEED = 0
+
+
+def resolve_device(requested: str) -> str:
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested.startswith("cuda") and not torch.cuda.is_available():
+        raise UserModelError(f"--device {requested}: no CUDA device here")
+    return requested
+
+
+@dataclass
+class Loaded:
+    module: nn.Module
+    specs: list[InputSpec]  # in the order forward takes them
+    args: list[Any]  # drawn from the specs, on the device
+    recorder: InitRecorder  # how each module of yours was built
+    roots: list[Path]
+    device: str
+
+
+def load_model(request: dict[str, Any]) -> Loaded:
+    """The model (built while its construction is watched) and its inputs on the device."""
+    target = parse_target(request["target"])
+    roots = search_roots(target.path)
+    obj = resolve(target)
+    recorder = InitRecorder(roots)
+    torch.manual_seed(SEED)
+    module = build(target, obj, parse_init(request.get("init")))
+    if request.get("mode"):
+        module.train(request["mode"] == "train")
+    device = resolve_device(request.get("device", "cpu"))
+    specs = ordered_inputs(module, parse_inputs(request.get("inputs")))
+    torch.manual_seed(SEED)
+    args = [_to(draw(s), device) for s in specs]
+    return Loaded(module.to(device), specs, args, recorder, roots, device)
+
+
+def _to(value: Any, device: str) -> Any:
+    return value.to(device) if isinstance(value, torch.Tensor) else value
+
+
+def command_problem(request: dict[str, Any]) -> dict[str, Any]:
+    loaded, root = load_model(request), Path(request["root"])
+    module = loaded.module
+    try:
+        init = loaded.recorder.calls.get(module)
+        spec = problem_spec(module, init, loaded.specs, loaded.roots, root, request["target"])
+    except NotWritable as exc:
+        raise UserModelError(f"cannot write a problem for {request['target']}: {exc}") from None
+    name, text = write_and_check(spec, module, loaded.args, loaded.roots, root, Path(request["problems_dir"]))
+    return {"file_name": name, "text": text, "class": spec.class_name}
+
+
+def command_profile(request: dict[str, Any]) -> dict[str, Any]:
+    started = time.perf_counter()
+    loaded = load_model(request)
+    model, args, device = loaded.module, loaded.args, loaded.device
+    run_forward(model, args)  # warm-up, and a clear error if the inputs do not fit
+    plain_ms = profiling.time_calls(model, args, device)
+    paths = {id(m): name or type(m).__name__ for name, m in model.named_modules() if is_users(type(m), loaded.roots)}
+    inputs = InputRecorder([m for m in model.modules() if id(m) in paths])
+    run_forward(model, args)
+    inputs.close()
+    trace = profiling.take_trace(model, args, device, paths, int(request.get("calls", 5)))
+    total_ms, times = profiling.module_times(trace)
+    rows = _module_rows(loaded, paths, inputs, times, total_ms, request)
+    return {
+        "target": request["target"],
+        "device": device,
+        "gpu": torch.cuda.get_device_name(device) if device.startswith("cuda") else None,
+        "torch": torch.__version__,
+        "total_ms": total_ms,
+        "timing": profiling.overhead(plain_ms, trace.call_ms),
+        "calls": trace.calls,
+        "modules": rows,
+        "operators": profiling.operators(trace, total_ms),
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def _module_rows(
+    loaded: Loaded,
+    paths: dict[int, str],
+    inputs: InputRecorder,
+    times: dict[str, list[tuple[float, float]]],
+    total_ms: float,
+    request: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """One row per class of yours built the same way and called with the same kinds of inputs, by self
+    time, with a proven problem for it (or why there is none)."""
+    calls, roots, root = int(request.get("calls", 5)), loaded.roots, Path(request["root"])
+    groups: dict[tuple, list[nn.Module]] = defaultdict(list)
+    made: dict[tuple, tuple[Any, Any]] = {}
+    for module in loaded.module.modules():
+        call = inputs.calls.get(id(module))
+        if call is None:
+            continue  # not yours, or built but never called
+        try:
+            specs, values = input_specs(module, call)
+            spec = problem_spec(module, loaded.recorder.calls.get(module), specs, roots, root, None)
+            key = (spec.class_file, spec.class_name, tuple(spec.init), tuple(s.text() for s in specs), spec.training)
+            made.setdefault(key, (spec, values))
+        except NotWritable as exc:
+            key = (type(module), str(exc))
+            made.setdefault(key, (None, str(exc)))
+        groups[key].append(module)
+    model = {k: request[k] for k in ("target", "init", "inputs", "mode") if request.get(k)}
+    rows = []
+    for key, modules in groups.items():
+        spec, values = made[key]
+        measured = [t for m in modules for t in times.get(paths[id(m)], [])]
+        row = {
+            "class": type(modules[0]).__qualname__,
+            "paths": [paths[id(m)] for m in modules],
+            "calls": len(measured) / calls,
+            "total_ms": sum(t for t, _ in measured) / calls,
+            "self_ms": sum(s for _, s in measured) / calls,
+            "inputs": [], "init": {}, "problem": None, "file_name": None, "why_not": None,
+        }  # fmt: skip
+        row["share"] = row["total_ms"] / total_ms if total_ms else 0.0
+        row["self_share"] = row["self_ms"] / total_ms if total_ms else 0.0
+        if spec is None:
+            row["why_not"] = values
+        else:
+            spec.model = model
+            row.update(inputs=[s.text() for s in spec.inputs], init=dict(spec.init))
+            try:
+                made_for = (spec, modules[0], values, roots, root, Path(request["problems_dir"]))
+                row["file_name"], row["problem"] = write_and_check(*made_for)
+            except UserModelError as exc:
+                row["why_not"] = str(exc)
+        rows.append(row)
+    rows.sort(key=lambda r: -r["self_ms"])
+    return rows
+
+
+def command_check(request: dict[str, Any]) -> dict[str, Any]:
+    loaded = load_model(request)
+    return {
+        "device": loaded.device,
+        **check(loaded.module, loaded.args, Path(request["helper"]), loaded.device, request),
+    }
+
+
+COMMANDS = {"problem": command_problem, "profile": command_profile, "check": command_check}
+
+
+def main() -> None:
+    answer_fd = os.dup(1)
+    os.dup2(2, 1)  # your code's prints go to stderr; the answer alone goes to stdout
+    sys.stdout = sys.stderr
+    request = json.loads(sys.stdin.read())
+    try:
+        answer = COMMANDS[sys.argv[1]](request)
+    except (UserModelError, SpecError) as exc:
+        answer = {"error": str(exc)}
+    with os.fdopen(answer_fd, "w") as out:
+        out.write(json.dumps(answer))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""A wrong kernel for tinylm's GeluGate: its tanh-GELU lacks the cubic term (0.044715 g^3).
+
+It builds, runs and has the right shapes; only the values are off (by about 1e-2), so
+`kevin-tui eval` and `kevin-tui apply --check` must both refuse it.
+"""
+
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+cpp_source = r"""
+#include <ATen/Parallel.h>
+#include <cmath>
+
+torch::Tensor gelu_gate_forward(torch::Tensor x, torch::Tensor up_w, torch::Tensor up_b,
+                                torch::Tensor down_w, torch::Tensor down_b) {
+    TORCH_CHECK(x.scalar_type() == torch::kFloat32, "float32 only");
+    auto h = at::addmm(up_b, x.reshape({-1, x.size(-1)}), up_w.t()).contiguous();
+    const int64_t rows = h.size(0), hidden = h.size(1) / 2;
+    auto product = torch::empty({rows, hidden}, h.options());
+    const float* hp = h.data_ptr<float>();
+    float* pp = product.data_ptr<float>();
+    at::parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+            const float* value = hp + r * 2 * hidden;
+            const float* gate = value + hidden;
+            float* out = pp + r * hidden;
+            for (int64_t i = 0; i < hidden; ++i) {
+                const float g = gate[i];
+                out[i] = value[i] * 0.5f * g * (1.0f + std::tanh(0.7978845608028654f * g));  // the cubic term is missing
+            }
+        }
+    });
+    auto sizes = x.sizes().vec();
+    sizes.back() = down_w.size(0);
+    return at::addmm(down_b, product, down_w.t()).reshape(sizes);
+}
+"""
+
+gelu_gate = load_inline(
+    name="tinylm_gelu_gate_wrong",
+    cpp_sources=cpp_source,
+    functions=["gelu_gate_forward"],
+    extra_cflags=["-O3"],
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, dim: int, hidden: int):
+        super().__init__()
+        self.up = nn.Linear(dim, 2 * hidden)
+        self.down = nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        return gelu_gate.gelu_gate_forward(x, self.up.weight, self.up.bias, self.down.weight, self.down.bias)
