@@ -29,7 +29,7 @@ from kevin_tui.evaluator.verdict import Timing
 CPU_ROUNDS, CUDA_ROUNDS = 10, 20
 CPU_ROUND_S, CUDA_ROUND_S = 0.03, 0.01
 MAX_CALLS, MIN_CALLS = 200, 3
-OUTPUT_BYTES_PER_ROUND = 512 << 20
+OUTPUT_BYTES_PER_ROUND = 16 << 20  # the round's output slots: more, and the allocator behaves differently
 POOL_BYTES = 256 << 20
 BOOTSTRAP_RESAMPLES = 1000
 # Time outside the reported calls may exceed the reference's by this share of the candidate's reported

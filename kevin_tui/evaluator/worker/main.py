@@ -55,6 +55,8 @@ def main() -> None:
 
     channel = Channel(command_fd, event_fd)
     try:
+        if role != "builder":  # every worker that times calls imports the same modules (dynamo changes dispatch)
+            import torch._dynamo  # noqa: F401
         # Import torch before the first command arrives, so a spare worker is ready when it does.
         if role == "reference":
             from kevin_tui.evaluator.worker.reference import run_reference as run

@@ -2,8 +2,9 @@
 
 The host sends rounds to the two workers in turn and measures each with its own clock; this is the
 loop inside one worker. Each call gets the next inputs from the pool (no two calls see the same
-input), and its output is kept so the host can ask for any call's output afterwards (a kernel that
-reuses one output buffer across calls fails that check: a module's result must stay valid).
+input), and its output is copied at once into a slot kept for the round, so the host can ask for any
+call's output afterwards: what the call returned, at the moment it returned. The slots are reused from
+round to round, so the timed calls see the same allocator state on both sides.
 CPU: wall clock around each call. CUDA: events around each call on a synchronised device with the
 L2 cache flushed before it, plus a wall-clock time that includes a device-wide synchronise (work
 hidden on another stream finishes its events early but not the device, and the gap shows).
@@ -17,7 +18,26 @@ from typing import Any
 
 import torch
 
+from kevin_tui.evaluator.worker.capture import no_modes, snapshot
 from kevin_tui.evaluator.worker.inputs import Pool
+
+
+def fits(slot: Any, out: Any) -> bool:
+    """`out` has exactly the structure, shapes, dtypes and devices of `slot` (plain tensors only)."""
+    if type(out) is torch.Tensor:
+        return (type(slot) is torch.Tensor and slot.shape == out.shape and slot.dtype == out.dtype
+                and slot.device == out.device)  # fmt: skip
+    if type(out) in (tuple, list):
+        return type(slot) is type(out) and len(slot) == len(out) and all(map(fits, slot, out))
+    return False
+
+
+def copy_into(slot: Any, out: Any) -> None:
+    if type(out) is torch.Tensor:
+        slot.copy_(out.detach())
+    else:
+        for s, o in zip(slot, out, strict=True):
+            copy_into(s, o)
 
 
 class Timer:
@@ -31,7 +51,7 @@ class Timer:
         self, fn: Callable[[list[Any]], Any], pool: Pool, device: str, control: Callable[[list[Any]], Any] | None = None
     ) -> None:
         self.fn, self.pool, self.device, self.control = fn, pool, device, control
-        self.outputs: list[Any] = []
+        self.outputs: list[Any] = []  # one slot per call of the round
         self.control_ms: list[float] = []
         self.flush = None
         if device.startswith("cuda"):
@@ -40,16 +60,29 @@ class Timer:
 
     def round(self, calls: int) -> tuple[list[float], list[float] | None]:
         """(per-call ms, per-call device-synced ms or None on the CPU) for `calls` calls."""
-        self.outputs, self.control_ms = [], []
+        self.control_ms = []
         samples: list[float] = []
         synced: list[float] = []
         with torch.no_grad():
-            for _ in range(calls):
+            for index in range(calls):
                 args = self.pool.next_args()
-                self.outputs.append(self._call(self.fn, args, samples, synced))
+                out = self._call(self.fn, args, samples, synced)
+                with no_modes():
+                    self.keep(index, out)
+                del out
                 if self.control is not None:  # always after: the timed call never finds its inputs warmed by it
                     self._call(self.control, args, self.control_ms, [])
+        del self.outputs[calls:]
         return samples, (synced if self.flush is not None else None)
+
+    def keep(self, index: int, out: Any) -> None:
+        """Copy `out` into slot `index` (made by the first round that needs it, reused after)."""
+        if index < len(self.outputs) and fits(self.outputs[index], out):
+            copy_into(self.outputs[index], out)
+        elif index < len(self.outputs):
+            self.outputs[index] = snapshot(out)
+        else:
+            self.outputs.append(snapshot(out))
 
     def _call(self, fn: Callable[[list[Any]], Any], args: list[Any], samples: list[float], synced: list[float]) -> Any:
         if self.flush is None:
