@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -169,12 +170,17 @@ def test_workers_die_with_their_parent_even_when_it_is_sigkilled(tmp_path, build
         f"ev = Evaluator(load_problem({str(RELU)!r}), EvalOptions(device='cpu', timing=False, timeout_s=600,\n"
         f"               sandbox={sandbox!r}, cache_dir=__import__('pathlib').Path({str(build_cache)!r})))\n"
         f"source = open({str(Path(__file__).parent / 'candidates' / 'hang_with_child.py')!r}).read()\n"
+        "print(ev.scratch, flush=True)\n"
         "threading.Thread(target=ev.evaluate, args=(source,), daemon=True).start()\n"
         "time.sleep(600)\n"
     )
     parent = subprocess.Popen(
-        [sys.executable, str(script)], env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+        [sys.executable, str(script)],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+        stdout=subprocess.PIPE,
+        text=True,
     )
+    scratch = Path(parent.stdout.readline().strip())
     deadline = time.monotonic() + 60
     while not processes_with("kevin-hang-child"):
         assert time.monotonic() < deadline, "the hanging candidate never started"
@@ -182,3 +188,21 @@ def test_workers_die_with_their_parent_even_when_it_is_sigkilled(tmp_path, build
     parent.send_signal(signal.SIGKILL)
     parent.wait()
     assert gone_within("kevin-hang-child", 10), "the candidate's child outlived the SIGKILLed parent"
+    # Its scratch directory (inputs, outputs, logs) outlives it, until the next evaluator sweeps it.
+    assert scratch.is_dir()
+    from kevin_tui.evaluator.host.scratch import make_scratch
+
+    shutil.rmtree(make_scratch())
+    assert not scratch.exists(), "a dead evaluator's scratch directory was not swept"
+
+
+def test_scratch_sweep_keeps_live_owners_and_foreign_directories(tmp_path):
+    from kevin_tui.evaluator.host.scratch import OWNER_FILE, PREFIX, process_start, sweep_stale
+
+    live, dead, foreign = (tmp_path / f"{PREFIX}{name}" for name in ("live", "dead", "foreign"))
+    for directory in (live, dead, foreign):
+        directory.mkdir()
+    (live / OWNER_FILE).write_text(f"{os.getpid()} {process_start(os.getpid())}\n")
+    (dead / OWNER_FILE).write_text(f"{os.getpid()} 1\n")  # our pid, another start time: pid reused
+    assert sweep_stale(tmp_path) == [dead]
+    assert live.is_dir() and foreign.is_dir()

@@ -15,7 +15,7 @@ dependencies (torch, ninja, and Ray).
 from __future__ import annotations
 
 import hashlib
-import tempfile
+import shutil
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
@@ -26,6 +26,7 @@ import kevin_tui
 from kevin_tui.errors import EXIT_USAGE, KevinError
 from kevin_tui.evaluator import EnvironmentProblem, EvalOptions, Evaluator, Verdict
 from kevin_tui.evaluator.host.evaluator import default_cache_dir
+from kevin_tui.evaluator.host.scratch import make_scratch
 from kevin_tui.judge import JudgeFactory, ProgressFn
 from kevin_tui.problem import Problem, ProblemError, parse_problem_source
 
@@ -50,8 +51,10 @@ def _evaluator(source: str, name: str, options: EvalOptions) -> Evaluator:
         _kept.move_to_end(key)
         return _kept[key]
     while len(_kept) >= KEPT_PER_WORKER:
-        _kept.popitem(last=False)[1].close()
-    path = Path(tempfile.mkdtemp(prefix="kevin-ray-problem-")) / name
+        evicted = _kept.popitem(last=False)[1]
+        evicted.close()
+        shutil.rmtree(evicted.problem.path.parent, ignore_errors=True)
+    path = make_scratch() / name  # swept by the next evaluator on the machine if Ray kills this worker
     path.write_text(source)
     evaluator = Evaluator(parse_problem_source(source, path), replace(options, cache_dir=default_cache_dir()))
     _kept[key] = evaluator

@@ -12,7 +12,6 @@ import itertools
 import os
 import secrets
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +22,7 @@ from typing import Any
 from kevin_tui.evaluator.host.builds import BuildBroker
 from kevin_tui.evaluator.host.candidate_run import CandidateRun, Decided, ReferenceLost
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, SandboxUnavailable, choose, worker_env
+from kevin_tui.evaluator.host.scratch import make_scratch
 from kevin_tui.evaluator.host.speed_of_light import Bound, Peaks, cached_cpu_peaks, cpu_key, gpu_peaks, store_cpu_peaks
 from kevin_tui.evaluator.host.static_checks import run_static_checks
 from kevin_tui.evaluator.host.workers import Arrived, WorkerGone, WorkerProcess, WorkerTimeout
@@ -111,7 +111,7 @@ class Evaluator:
             self.sandbox = choose(self.options.sandbox)
         except SandboxUnavailable as exc:
             raise EnvironmentProblem(str(exc)) from None
-        self.scratch = Path(tempfile.mkdtemp(prefix="kevin-eval-"))
+        self.scratch = make_scratch()
         self.inbox = self.scratch / "inbox"
         self.inbox.mkdir()
         self.env = worker_env()

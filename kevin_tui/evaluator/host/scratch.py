@@ -1,0 +1,54 @@
+"""Evaluation scratch directories, and the sweep that removes those whose owner died.
+
+Each evaluator keeps its inputs, outputs and logs in a temporary directory (hundreds of MB on
+large problems) and removes it on `close()`. A caller killed with SIGKILL never gets there, so
+each directory records its owner (pid and the process's start time, which survives pid reuse)
+and the next evaluator on the machine removes directories whose owner is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+PREFIX = "kevin-eval-"
+OWNER_FILE = ".owner"
+
+
+def process_start(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat), None if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def make_scratch() -> Path:
+    """A fresh scratch directory stamped with its owner; stale ones from dead owners are swept first."""
+    sweep_stale(Path(tempfile.gettempdir()))
+    scratch = Path(tempfile.mkdtemp(prefix=PREFIX))
+    (scratch / OWNER_FILE).write_text(f"{os.getpid()} {process_start(os.getpid())}\n")
+    return scratch
+
+
+def owner_alive(scratch: Path) -> bool:
+    """True while the process that made `scratch` runs (or when that cannot be told: keep it)."""
+    try:
+        pid_text, start = (scratch / OWNER_FILE).read_text().split()
+        pid = int(pid_text)
+    except (OSError, ValueError):
+        return True  # not ours, or being written this instant
+    return process_start(pid) == start
+
+
+def sweep_stale(directory: Path) -> list[Path]:
+    """Remove scratch directories under `directory` whose owner has died; return those removed."""
+    removed = []
+    for scratch in directory.glob(f"{PREFIX}*"):
+        if scratch.is_dir() and not owner_alive(scratch):
+            shutil.rmtree(scratch, ignore_errors=True)
+            removed.append(scratch)
+    return removed
