@@ -35,9 +35,11 @@ status=0
 
 problem="$KEVIN_TUI_KERNELBENCH/level1/19_ReLU.py"
 if [ "${1:-}" != "--more" ]; then
-timeout 45 python3 -m kevin_tui eval "$problem" tests/candidates/relu_cuda.py --json > "$report/eval-relu-cuda.json" \
+timeout 75 python3 -m kevin_tui eval "$problem" tests/candidates/relu_cuda.py --json > "$report/eval-relu-cuda.json" \
     2> "$report/eval-relu-cuda.stderr"
 echo "eval relu_cuda exit $?"; head -c 600 "$report/eval-relu-cuda.json"; echo
+python3 -c "import json, sys; print('ncu:', json.load(open(sys.argv[1])).get('evidence', {}).get('ncu'))" \
+    "$report/eval-relu-cuda.json" 2>&1 | head -c 1500; echo
 command -v bwrap >/dev/null 2>&1 || echo "bwrap missing: the sandbox tests will use the unshare fallback" >&2
 timeout 360 python3 -m pytest -v -p no:cacheprovider -o addopts="" \
     tests/test_gpu.py tests/test_builds.py tests/test_sandbox_escape.py 2>&1 | tee "$report/pytest.log" | tail -40

@@ -74,3 +74,21 @@ def test_cuda_evidence_speed_of_light_coverage_and_an_interval(relu_gpu):
 def test_a_timed_call_faked_below_the_speed_of_light_is_rejected(relu_gpu):
     verdict = relu_gpu.evaluate(candidate("patched_timer.py"))
     assert verdict.status is Status.REJECTED, verdict.message
+
+
+def test_nsight_compute_digest_or_the_reason_there_is_none(relu_problem, build_cache):
+    """With ncu installed and permitted: the relu kernel's digest; otherwise a reason, never a failure."""
+    from kevin_tui.evaluator.host.ncu import find_ncu
+
+    options = EvalOptions(device="cuda", cache_dir=build_cache, build_timeout_s=600, profile=True, ncu="auto")
+    with Evaluator(relu_problem, options) as evaluator:
+        verdict = evaluator.evaluate(candidate("relu_cuda.py"))
+    assert verdict.status is Status.CORRECT, verdict.message
+    found = verdict.evidence["ncu"]
+    if find_ncu("auto") is None:
+        assert "not found" in found["skipped"]
+    elif "kernels" in found:
+        relu = [k for k in found["kernels"] if "relu" in k["name"]]
+        assert relu and relu[0]["memory_pct"] is not None and relu[0]["registers"]
+    else:
+        assert found["skipped"]

@@ -108,6 +108,14 @@ def add_eval_options(parser: argparse.ArgumentParser, device_aliases: tuple[str,
         help="skip the profile of a correct kernel (where its time goes, custom-kernel coverage)",
     )
     parser.add_argument(
+        "--ncu",
+        default="auto",
+        metavar="auto|off|PATH",
+        help="with the profile, on CUDA: an Nsight Compute digest per kernel (occupancy, memory and compute "
+        "throughput, top stalls, registers, shared memory) when ncu is installed and may read the GPU's "
+        "counters (default auto)",
+    )
+    parser.add_argument(
         "--no-near-duplicates",
         dest="near_duplicates",
         action="store_false",
@@ -146,6 +154,7 @@ def options_from(args: argparse.Namespace, peaks: dict[str, dict] | None = None)
         near_duplicates=args.near_duplicates,
         shapes=args.shapes,
         profile=args.profile,
+        ncu=args.ncu,
         sandbox=args.sandbox,
         memory_limit=args.memory_limit,
         peaks=peaks or None,

@@ -106,6 +106,7 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
             "kernels": lambda v: _profile_rows(v, 3),
             "total_ms": _number,
         },
+        "ncu_done": {},
         "ops": {"op_counts": lambda v: _mapping(v) and all(_string(k) and _integer(n) for k, n in v.items())},
         "pool_ready": {},
         "round_done": {

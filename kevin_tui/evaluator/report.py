@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kevin_tui.evaluator.compiler_output import format_error
+from kevin_tui.evaluator.host.ncu import evidence_lines as ncu_lines
 from kevin_tui.evaluator.host.speed_of_light import describe as describe_bound
 from kevin_tui.evaluator.verdict import Status, Verdict
 
@@ -29,6 +30,8 @@ def evidence_lines(evidence: dict) -> list[str]:
     if shapes := evidence.get("shapes"):
         tried = ", ".join(f"{label} {'ok' if result == 'correct' else 'FAILED'}" for label, result in shapes.items())
         lines.append(f"  other sizes: {tried}")
+    if ncu := evidence.get("ncu"):
+        lines += [f"  ncu: {line}" for line in ncu_lines(ncu)]
     return lines
 
 
@@ -42,6 +45,8 @@ def profile_digest(evidence: dict, limit: int = 5) -> str:
         text += f" {coverage:.0%} of the time is in your own kernels."
     if sol := evidence.get("speed_of_light"):
         text += f" Speed of light: {describe_bound(sol)}."
+    if (ncu := evidence.get("ncu")) and ncu.get("kernels"):
+        text += " Nsight Compute, per kernel: " + " | ".join(ncu_lines(ncu)[:limit]) + "."
     return text
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from kevin_tui.evaluator.host.builds import BuildBroker
 from kevin_tui.evaluator.host.candidate_run import CandidateRun, Decided, ReferenceLost
+from kevin_tui.evaluator.host.ncu import find_ncu, ncu_pass
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, SandboxUnavailable, choose, worker_env
 from kevin_tui.evaluator.host.scratch import make_scratch
 from kevin_tui.evaluator.host.speed_of_light import Bound, Peaks, cached_cpu_peaks, cpu_key, gpu_peaks, store_cpu_peaks
@@ -57,6 +58,7 @@ class EvalOptions:
     near_duplicates: bool = True
     # Evidence after a correct verdict (the command line turns both on; a library caller chooses):
     profile: bool = False  # a torch.profiler digest of one call, and custom-kernel coverage
+    ncu: str = "off"  # with profile, on CUDA: an Nsight Compute digest ("auto", "off" or ncu's path)
     shapes: str = "off"  # other input sizes: "off", "warn" or "strict"
     sandbox: str = "auto"
     memory_limit: int | None = None  # bytes per worker; None: half the machine's memory
@@ -121,7 +123,7 @@ class Evaluator:
         self.reference: WorkerProcess | None = None
         self._ready: dict[str, Any] | None = None
         self._spare: tuple[WorkerProcess, Path] | None = None
-        self._counter = itertools.count(1)
+        self.counter = itertools.count(1)
         self._bound: Bound | None = None
         self.last_log: Path | None = None
 
@@ -269,7 +271,7 @@ class Evaluator:
         return verdict
 
     def _spawn_candidate_worker(self) -> tuple[WorkerProcess, Path]:
-        scratch = self.scratch / f"candidate-{next(self._counter)}"
+        scratch = self.scratch / f"candidate-{next(self.counter)}"
         binds = [Bind(str(self.problem.path.resolve())), Bind(str(self.broker.root))]
         return WorkerProcess("candidate", scratch, self.env, self.sandbox, binds, self.limits), scratch
 
@@ -286,13 +288,29 @@ class Evaluator:
         worker, scratch = self._take_candidate_worker()
         self.last_log = worker.log_path
         (scratch / "candidate.py").write_text(source)
-        run = CandidateRun(self, worker, scratch, source, evaluation=next(self._counter))
+        run = CandidateRun(self, worker, scratch, source, evaluation=next(self.counter))
         try:
-            return run.drive()
+            verdict = run.drive()
+            worker.kill()
+            if verdict.status is Status.CORRECT and self.options.profile and self.device.startswith("cuda"):
+                self._nsight(verdict, scratch / "in-0.kt", source)
+            return verdict
         finally:
             worker.kill()
             if self.prespawn:  # started only now, so its import never competes with this timing
                 self._spare = self._spawn_candidate_worker()
+
+    def _nsight(self, verdict: Verdict, inputs: Path, source: str) -> None:
+        """Nsight Compute's digest of the kernels of one call, as evidence (see host/ncu.py)."""
+        if self.options.ncu == "off":
+            return
+        if (tool := find_ncu(self.options.ncu)) is None:
+            verdict.evidence["ncu"] = {"skipped": "ncu not found (install Nsight Compute, or pass --ncu PATH)"}
+            return
+        self.on_progress("ncu", "profiling the kernels with Nsight Compute")
+        started = time.perf_counter()
+        verdict.evidence["ncu"] = ncu_pass(self, tool, inputs, source)
+        verdict.phases_s["ncu"] = round(time.perf_counter() - started, 3)
 
     def prebuild(self, sources: list[str], parallel: int | None = None) -> None:
         """Build several candidates' extensions at once (bounded by CPU cores), so that evaluating

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,9 @@ class WorkerProcess:
         sandbox: Sandbox,
         binds: list[Bind],
         limits: Limits,
+        prefix: Sequence[str] = (),
     ) -> None:
+        """`prefix`: a tool the worker runs under, inside the sandbox (Nsight Compute)."""
         self.role = role
         self.wrapped = sandbox.kind != "off"  # bwrap and unshare report a signal as exit code 128 + signal
         self.log_path = scratch / f"{role}.log"
@@ -82,7 +85,7 @@ class WorkerProcess:
         fds = (command_read, event_write, lifeline_read)
         # -P: the working directory (the worker's scratch) is never on the import path, so nothing written
         # there can stand in for a module the worker imports.
-        argv = [sys.executable, "-P", "-m", "kevin_tui.evaluator.worker.main", role, *map(str, fds)]
+        argv = [*prefix, sys.executable, "-P", "-m", "kevin_tui.evaluator.worker.main", role, *map(str, fds)]
         env = {**env, "PYTHONPATH": str(package_root()), "KEVIN_WORKER_LIMITS": json.dumps(limits.as_dict())}
         all_binds = [*system_binds(), *binds, Bind(str(scratch), writable=True)]
         jail_root = scratch / ".jail-root"
@@ -199,8 +202,10 @@ class WorkerProcess:
         self.group.kill_all()
         with contextlib.suppress(OSError):  # unsent bytes to a dead process: nothing to save
             self._commands.close()
-        with contextlib.suppress(OSError):
-            os.close(self._lifeline)
+        if self._lifeline >= 0:  # closed once: a second close could hit a descriptor reused since
+            with contextlib.suppress(OSError):
+                os.close(self._lifeline)
+            self._lifeline = -1
 
     def close(self) -> None:
         """Ask politely, then make sure."""

@@ -132,6 +132,19 @@ class CandidateRun:
         kernels.sort(key=lambda k: -k[2])
         self.channel.emit("profiled", ops=ops[:20], kernels=kernels[:20], total_ms=total)
 
+    def ncu(self, command: dict[str, Any]) -> None:
+        """For a worker running under Nsight Compute: one warm call, then one inside the NVTX range ncu
+        profiles (only that call's kernels are replayed and measured)."""
+        args = common.to_device(tensorfile.read(Path(command["inputs"])), self.device)
+        with torch.no_grad():
+            self.guarded("forward (warm-up for ncu)", lambda: self.model(*common.clone(args)))
+            common.synchronize(self.device)
+            torch.cuda.nvtx.range_push(command["range"])
+            self.guarded("forward (under ncu)", lambda: self.model(*args))
+            common.synchronize(self.device)
+            torch.cuda.nvtx.range_pop()
+        self.channel.emit("ncu_done")
+
     def count(self, command: dict[str, Any]) -> None:
         """Evidence, asked for last: the PyTorch compute ops one forward call dispatches (counting
         leaves the process slower, so it never happens before timing)."""
@@ -206,7 +219,7 @@ class CandidateRun:
 
     def serve(self) -> None:
         handlers = {"trial": self.trial, "pool": self.pool, "round": self.round, "output": self.output,
-                    "count": self.count, "profile": self.profile}  # fmt: skip
+                    "count": self.count, "profile": self.profile, "ncu": self.ncu}  # fmt: skip
         while (command := self.channel.next_command())["cmd"] != "exit":
             handlers[command["cmd"]](command)
 

@@ -1,0 +1,210 @@
+"""Nsight Compute (`ncu`) digest of a correct CUDA kernel: occupancy, throughput, stalls, resources.
+
+A separate candidate worker runs under `ncu` inside the same sandbox, calls forward once to warm up
+and once inside an NVTX range; ncu profiles only the kernels launched in that range (it replays each
+several times, so the pass is slow and never part of timing) and writes its CSV to a log file. The
+candidate's process and ncu share the sandbox, so the digest is evidence for the user and the model,
+never an input to the verdict.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kevin_tui.evaluator.host.candidate_run import CandidateRun, Decided
+from kevin_tui.evaluator.host.sandbox import Bind
+from kevin_tui.evaluator.host.workers import WorkerGone, WorkerProcess, WorkerTimeout
+from kevin_tui.evaluator.protocol import ProtocolViolation
+
+if TYPE_CHECKING:
+    from kevin_tui.evaluator.host.evaluator import Evaluator
+
+RANGE = "kevin-forward"  # the NVTX range the worker opens around the profiled call
+MAX_KERNELS = 12
+MAX_LOG_BYTES = 8 << 20
+TIMEOUT_S = 300.0
+
+# digest field -> ncu metric (names as in Nsight Compute's own sections; see its Profiling Guide)
+METRICS = {
+    "duration_ns": "gpu__time_duration.sum",
+    "occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "memory_pct": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "compute_pct": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "registers": "launch__registers_per_thread",
+    "shared_static_bytes": "launch__shared_mem_per_block_static",
+    "shared_dynamic_bytes": "launch__shared_mem_per_block_dynamic",
+}
+STALL_REASONS = (
+    "long_scoreboard", "short_scoreboard", "mio_throttle", "lg_throttle", "tex_throttle", "wait", "barrier",
+    "membar", "math_pipe_throttle", "not_selected", "dispatch_stall", "branch_resolving", "no_instruction",
+    "drain", "imc_miss", "sleeping",
+)  # fmt: skip
+
+
+def stall_metric(reason: str) -> str:
+    """Cycles a warp spends stalled for `reason`, per issued instruction."""
+    return f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"
+
+
+# What ncu says when it may not profile, and what the user can do about it.
+REFUSALS = {
+    "ERR_NVGPUCTRPERM": "ncu may not read the GPU's performance counters here (ERR_NVGPUCTRPERM): an "
+    "administrator can allow it (NVreg_RestrictProfilingToAdminUsers=0), or run with --ncu off",
+    "No kernels were profiled": "ncu profiled no kernel in the forward call (a kernel launched outside "
+    "the CUDA runtime, or none at all)",
+}
+
+
+@dataclass
+class KernelDigest:
+    name: str
+    duration_ns: float | None = None
+    occupancy_pct: float | None = None
+    memory_pct: float | None = None
+    compute_pct: float | None = None
+    registers: float | None = None
+    shared_static_bytes: float | None = None
+    shared_dynamic_bytes: float | None = None
+    stalls: dict[str, float] = field(default_factory=dict)  # the top three, cycles per issued instruction
+
+    def line(self) -> str:
+        """One line per kernel, in the order a kernel engineer reads it."""
+
+        def pct(value: float | None) -> str:
+            return "?" if value is None else f"{value:.0f}%"
+
+        parts = [self.name[:80]]
+        if self.duration_ns is not None:
+            parts.append(f"{self.duration_ns / 1e3:.1f} us")
+        parts.append(f"occupancy {pct(self.occupancy_pct)}, memory {pct(self.memory_pct)}, "
+                     f"compute {pct(self.compute_pct)} of peak")  # fmt: skip
+        if self.registers is not None:
+            shared = (self.shared_static_bytes or 0) + (self.shared_dynamic_bytes or 0)
+            parts.append(f"{self.registers:.0f} registers/thread, {shared / 1024:.1f} KiB shared/block")
+        if self.stalls:
+            parts.append("stalls: " + ", ".join(f"{r} {c:.1f}" for r, c in self.stalls.items()))
+        return "; ".join(parts)
+
+
+def find_ncu(choice: str) -> str | None:
+    """The ncu to use for `--ncu auto|off|PATH`, or None."""
+    if choice == "off":
+        return None
+    if choice != "auto":
+        return choice if os.access(choice, os.X_OK) else None
+    cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    installed = sorted(Path("/opt/nvidia").glob("nsight-compute/*/ncu"))
+    for candidate in (shutil.which("ncu"), f"{cuda}/bin/ncu", *installed):
+        if candidate and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def install_binds(ncu: str) -> list[Bind]:
+    """ncu's own files, read-only in the sandbox (the launcher script and the tree it points into)."""
+    paths = {os.path.dirname(os.path.abspath(ncu)), os.path.dirname(os.path.realpath(ncu))}
+    return [Bind(p) for p in sorted(paths)]
+
+
+def command_prefix(ncu: str, log: Path) -> list[str]:
+    """What goes before the worker's own command line."""
+    metrics = [*METRICS.values(), *map(stall_metric, STALL_REASONS)]
+    return [
+        ncu, "--target-processes", "all", "--nvtx", "--nvtx-include", f"{RANGE}/",
+        "--metrics", ",".join(metrics), "--print-units", "base", "--csv",
+        "--launch-count", str(MAX_KERNELS), "--log-file", str(log),
+    ]  # fmt: skip
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def parse_log(text: str) -> list[KernelDigest]:
+    """The kernels in ncu's CSV output (one row per kernel and metric; ncu's own lines are skipped)."""
+    rows = [line for line in text.splitlines() if line.startswith('"')]
+    by_id: dict[str, dict[str, str]] = {}
+    names: dict[str, str] = {}
+    for row in csv.DictReader(rows):
+        kernel_id, metric = row.get("ID"), row.get("Metric Name")
+        if kernel_id is None or metric is None:
+            continue
+        names.setdefault(kernel_id, row.get("Kernel Name") or "?")
+        by_id.setdefault(kernel_id, {})[metric] = row.get("Metric Value") or ""
+    digests = []
+    for kernel_id, values in by_id.items():
+        digest = KernelDigest(names[kernel_id])
+        for name, metric in METRICS.items():
+            setattr(digest, name, _number(values.get(metric, "")))
+        stalls = {r: v for r in STALL_REASONS if (v := _number(values.get(stall_metric(r), ""))) is not None}
+        digest.stalls = dict(sorted(stalls.items(), key=lambda item: -item[1])[:3])
+        digests.append(digest)
+    return digests[:MAX_KERNELS]
+
+
+def refusal(text: str) -> str | None:
+    """Why ncu produced nothing, in words a user can act on (None when it did not say)."""
+    for marker, why in REFUSALS.items():
+        if marker in text:
+            return why
+    return None
+
+
+def read_log(log: Path) -> str:
+    try:
+        with open(log, "rb") as f:
+            return f.read(MAX_LOG_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def evidence(log: Path) -> dict:
+    """The `ncu` entry of a verdict's evidence: kernels, or why there are none."""
+    text = read_log(log)
+    if kernels := parse_log(text):
+        return {"kernels": [asdict(k) for k in kernels]}
+    tail = [line for line in text.splitlines() if line.startswith("==")][-3:]
+    return {"skipped": refusal(text) or ("ncu gave no metrics: " + " / ".join(tail) if tail else "ncu gave no output")}
+
+
+def evidence_lines(entry: dict) -> list[str]:
+    """The digest for a report or a note, one line per kernel."""
+    if "skipped" in entry:
+        return [f"Nsight Compute: {entry['skipped']}"]
+    return [KernelDigest(**kernel).line() for kernel in entry.get("kernels", [])]
+
+
+def ncu_pass(evaluator: Evaluator, tool: str, inputs: Path, source: str) -> dict:
+    """Run the (already correct) candidate once more under ncu, in a fresh sandboxed worker, on the
+    first trial's inputs; its builds come from the cache. The `ncu` evidence entry."""
+    scratch = evaluator.scratch / f"ncu-{next(evaluator.counter)}"
+    log = scratch / "ncu.csv"
+    binds = [Bind(str(evaluator.problem.path.resolve())), Bind(str(evaluator.broker.root)), *install_binds(tool)]
+    prefix = command_prefix(tool, log)
+    worker = WorkerProcess("candidate", scratch, evaluator.env, evaluator.sandbox, binds, evaluator.limits, prefix)
+    run = CandidateRun(evaluator, worker, scratch, source, evaluation=next(evaluator.counter))
+    try:
+        (scratch / "candidate.py").write_text(source)
+        shutil.copyfile(inputs, scratch / "in-0.kt")
+        run.load()
+        run.phase_started = time.perf_counter()
+        worker.send({"cmd": "ncu", "inputs": str(scratch / "in-0.kt"), "range": RANGE})
+        run.expect("ncu_done")
+        worker.send({"cmd": "exit"})
+        worker.proc.wait(timeout=TIMEOUT_S)  # ncu writes its results when the profiled process has exited
+    except (Decided, WorkerGone, WorkerTimeout, ProtocolViolation, subprocess.TimeoutExpired, OSError) as exc:
+        found = evidence(log)
+        return found if "kernels" in found else {"skipped": refusal(read_log(log)) or f"the ncu pass failed: {exc}"}
+    finally:
+        worker.kill()
+    return evidence(log)
