@@ -1,13 +1,14 @@
 """What building real-pattern kernels costs, and how much disk the precompiled headers take.
 
     python3 bench/build_bench.py --patterns            # CUDA kernels: kevin-tui cold build vs a plain load_inline
-    python3 bench/build_bench.py --pch 8 --cap-gb 2    # 8 sets of compiler flags: PCH disk use under the cap
+    python3 bench/build_bench.py --pch 20 --flag-sets 6 --cap-gb 2   # 20 kernels, 6 sets of flags: PCH disk use
 
 --patterns builds each kernel twice from cold, interleaved: with kevin-tui (light CUDA headers, the
 precompiled torch/extension.h) and with a plain `torch.utils.cpp_extension.load_inline` into a fresh
 directory, and prints the ratio (goal: kevin-tui at least 5x faster) and which headers each used.
---pch evaluates one C++ kernel under N different `-D` flags, each of which needs its own
-precompiled header (~750 MB), and prints the cache's size after each (goal: bounded by the cap).
+--pch evaluates N new C++ kernels, each under one of K sets of `-D` flags (kernel i uses set i mod K);
+each set needs its own precompiled header (~750 MB), and the cache's size is printed after each
+kernel (goal: bounded by the cap).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from eval_bench import unique_source  # noqa: E402  (this directory is on the path)
 
 from kevin_tui.evaluator import EvalOptions, Evaluator  # noqa: E402
 from kevin_tui.evaluator.host.cache import usage  # noqa: E402
@@ -43,11 +46,6 @@ namespace = {"__name__": "candidate"}  # its load_inline is torch's own, buildin
 exec(compile(source, sys.argv[1], "exec"), namespace)
 print(time.perf_counter() - started)
 """
-
-
-def fresh(source: str, tag: str) -> str:
-    """The source with a comment that makes every build hash (and torch's own cache) new."""
-    return source.replace('"""\n', f'"""\n// build_bench {tag}\n', 1)
 
 
 def plain_build(source: str, tmp: Path) -> float:
@@ -76,7 +74,7 @@ def patterns(args: argparse.Namespace) -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / "cache"
-        kevin_build(fresh((CANDIDATES / "relu_cpp.py").read_text(), "warm-pch"), cache)  # the one-off PCH build
+        kevin_build(unique_source((CANDIDATES / "relu_cpp.py").read_text(), "warm-pch"), cache)  # the one-off PCH build
         for path in PATTERNS:
             source = path.read_text()
             kevin_s, plain_s = [], []
@@ -84,11 +82,11 @@ def patterns(args: argparse.Namespace) -> None:
                 tag = f"{os.getpid()}-{path.stem}-{repetition}"
                 for side in ("kevin", "plain") if repetition % 2 == 0 else ("plain", "kevin"):
                     if side == "kevin":
-                        seconds, headers, status = kevin_build(fresh(source, tag + "k"), cache)
+                        seconds, headers, status = kevin_build(unique_source(source, tag + "k"), cache)
                         kevin_s.append(seconds)
                     else:
                         with tempfile.TemporaryDirectory() as plain_tmp:
-                            plain_s.append(plain_build(fresh(source, tag + "p"), Path(plain_tmp)))
+                            plain_s.append(plain_build(unique_source(source, tag + "p"), Path(plain_tmp)))
             rows.append((path.name, statistics.median(kevin_s), statistics.median(plain_s), headers, status))
     print(f"cold builds, {args.repetitions} each, interleaved (median; CUDA built for TORCH_CUDA_ARCH_LIST):")
     for name, kevin_s, plain_s, headers, status in rows:
@@ -103,9 +101,11 @@ def pch(args: argparse.Namespace) -> None:
     source = (CANDIDATES / "relu_cpp.py").read_text()
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / "cache"
-        print(f"{args.pch} kernels with different compiler flags, PCH cap {args.cap_gb} GB:")
+        sets = args.flag_sets or args.pch
+        print(f"{args.pch} kernels over {sets} sets of compiler flags, PCH cap {args.cap_gb} GB:")
         for index in range(args.pch):
-            variant = source.replace('extra_cflags=["-O2"]', f'extra_cflags=["-O2", "-DKEVIN_BENCH_VARIANT={index}"]')
+            flags = f'extra_cflags=["-O2", "-DKEVIN_BENCH_VARIANT={index % sets}"]'
+            variant = unique_source(source.replace('extra_cflags=["-O2"]', flags), f"{os.getpid()}-{index}")
             seconds, _, status = kevin_build(variant, cache)
             found = usage(cache)["pch"]
             print(f"  kernel {index + 1:2d}: {status}, {seconds:5.1f} s; precompiled headers: {found.entries}, "
@@ -117,6 +117,7 @@ def main() -> None:
     parser.add_argument("--patterns", action="store_true")
     parser.add_argument("--repetitions", type=int, default=1)
     parser.add_argument("--pch", type=int, default=0, metavar="N")
+    parser.add_argument("--flag-sets", type=int, default=0, metavar="K", help="distinct flag sets (default N)")
     parser.add_argument("--cap-gb", type=float, default=2.0)
     args = parser.parse_args()
     if args.patterns:

@@ -206,3 +206,21 @@ def test_scratch_sweep_keeps_live_owners_and_foreign_directories(tmp_path):
     (dead / OWNER_FILE).write_text(f"{os.getpid()} 1\n")  # our pid, another start time: pid reused
     assert sweep_stale(tmp_path) == [dead]
     assert live.is_dir() and foreign.is_dir()
+
+
+def test_a_clock_check_missed_once_is_measured_again_and_the_second_measurement_decides(monkeypatch):
+    """On a loaded machine an honest kernel can miss the clock check once; a cheat misses it every time."""
+    from kevin_tui.evaluator.host.candidate_run import CandidateRun
+    from kevin_tui.evaluator.verdict import Verdict
+
+    missed = Verdict(Status.REJECTED, "timings disagree with the host's clock: ...", evidence={"clock_check": {"n": 1}})
+    outcomes = [missed, Verdict(Status.CORRECT, "correct, 1.00x")]
+    monkeypatch.setattr(CandidateRun, "measure", lambda self: outcomes.pop(0))
+    verdict = CandidateRun.time(object.__new__(CandidateRun))
+    assert verdict.status is Status.CORRECT and verdict.evidence["clock_check_first_attempt"] == {"n": 1}
+
+    outcomes = [missed, Verdict(Status.REJECTED, "again", evidence={"clock_check": {"n": 2}})]
+    verdict = CandidateRun.time(object.__new__(CandidateRun))
+    assert verdict.status is Status.REJECTED and verdict.message == "again" and not outcomes
+    outcomes = [Verdict(Status.REJECTED, "left threads running")]  # other rejections are not measured again
+    assert CandidateRun.time(object.__new__(CandidateRun)).message == "left threads running" and not outcomes
