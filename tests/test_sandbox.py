@@ -18,9 +18,11 @@ def test_worker_env_drops_credentials_and_keeps_the_toolchain():
         "PATH": "/usr/bin", "HOME": "/root", "OPENAI_API_KEY": "x", "HF_TOKEN": "x", "AWS_SECRET_ACCESS_KEY": "x",
         "DB_PASSWORD": "x", "GITHUB_PAT": "x", "CUDA_HOME": "/opt/cuda", "TORCH_CUDA_ARCH_LIST": "8.0",
         "TORCH_HUB_TOKEN": "x", "LC_ALL": "C", "RANDOM_THING": "x", "SSH_AUTH_SOCK": "/tmp/agent",
+        "KEVIN_TUI_PCH_MAX_GB": "1.5",
     }  # fmt: skip
     env = worker_env(base, gpu_visible=True)
     assert env["PATH"] == "/usr/bin" and env["CUDA_HOME"] == "/opt/cuda" and env["LC_ALL"] == "C"
+    assert env["KEVIN_TUI_PCH_MAX_GB"] == "1.5"  # the builder keeps the precompiled headers under the user's cap
     assert env["TORCH_CUDA_ARCH_LIST"] == "8.0"
     assert env["HOME"] == sandboxes.SANDBOX_HOME and env["TMPDIR"] == "/tmp"  # never the user's HOME
     for name in ("OPENAI_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "GITHUB_PAT",

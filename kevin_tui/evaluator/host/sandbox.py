@@ -35,6 +35,7 @@ ALLOWED_NAMES = {
     "PATH", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "TZ", "SHELL", "LD_LIBRARY_PATH", "LIBRARY_PATH",
     "CPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "CC", "CXX", "MAX_JOBS", "OMP_NUM_THREADS",
     "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+    "KEVIN_TUI_PCH_MAX_GB",  # read by the builder, which keeps the precompiled headers under it
 }  # fmt: skip
 ALLOWED_PREFIXES = ("LC_", "CUDA_", "TORCH_", "NVIDIA_", "NCCL_", "CUBLAS_", "CUDNN_", "TRITON_")
 DEFAULT_CUDA_HOME = Path("/usr/local/cuda")
