@@ -84,6 +84,20 @@ def test_precompiled_headers_are_capped_least_recently_used_first_and_in_use_one
     assert sorted(p.name for p in root.iterdir()) == ["current", "used"]
 
 
+def test_a_new_flag_set_gets_a_header_only_when_it_fits_or_comes_back(tmp_path, monkeypatch):
+    from kevin_tui.evaluator.worker.pch import admit
+
+    monkeypatch.setenv("KEVIN_TUI_PCH_MAX_GB", str(2500 / (1 << 30)))
+    root = tmp_path / "pch"
+    for name in ("a", "b", "new"):
+        (root / name).mkdir(parents=True)
+    (root / "a" / "torch_extension_pch.h.gch").write_bytes(b"x" * 1000)
+    assert admit(root / "b")  # fits beside the one there
+    (root / "b" / "torch_extension_pch.h.gch").write_bytes(b"x" * 1000)
+    assert not admit(root / "new")  # would evict: built without a header this once
+    assert admit(root / "new")  # it came back: worth a header, the least recently used one goes
+
+
 def test_the_cache_command_shows_and_cleans(tmp_path, capsys):
     from kevin_tui.cli import main
 

@@ -2,7 +2,7 @@
 
 Builds are small (one library and its objects per source); precompiled headers are ~750 MB each,
 one per set of compiler flags, and are capped (KEVIN_TUI_PCH_MAX_GB, default 3) with the least
-recently used removed first.
+recently used removed first (see worker/pch.py).
 """
 
 from __future__ import annotations

@@ -18,10 +18,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kevin_tui.evaluator.host.candidate_run import CandidateRun, Decided
+from kevin_tui.evaluator.host.candidate_run import CandidateRun, Decided, ReferenceLost
 from kevin_tui.evaluator.host.sandbox import Bind
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerProcess, WorkerTimeout
 from kevin_tui.evaluator.protocol import ProtocolViolation
+from kevin_tui.evaluator.verdict import EnvironmentProblem
 
 if TYPE_CHECKING:
     from kevin_tui.evaluator.host.evaluator import Evaluator
@@ -202,7 +203,16 @@ def ncu_pass(evaluator: Evaluator, tool: str, inputs: Path, source: str) -> dict
         run.expect("ncu_done")
         worker.send({"cmd": "exit"})
         worker.proc.wait(timeout=TIMEOUT_S)  # ncu writes its results when the profiled process has exited
-    except (Decided, WorkerGone, WorkerTimeout, ProtocolViolation, subprocess.TimeoutExpired, OSError) as exc:
+    except (
+        Decided,
+        WorkerGone,
+        WorkerTimeout,
+        ProtocolViolation,
+        EnvironmentProblem,
+        ReferenceLost,
+        subprocess.TimeoutExpired,
+        OSError,
+    ) as exc:  # evidence only: it never changes the verdict
         found = evidence(log)
         return found if "kernels" in found else {"skipped": refusal(read_log(log)) or f"the ncu pass failed: {exc}"}
     finally:

@@ -80,6 +80,21 @@ def directory_bytes(path: Path) -> int:
 _held: list = []  # shared locks on the headers this process uses, released when it exits
 
 
+def admit(directory: Path) -> bool:
+    """Whether to build a new header here. When it would not fit beside the others, a flag set seen for
+    the first time builds without one (a build that makes a header takes about twice as long as one
+    without) and gets its header when it comes back, evicting the least recently used."""
+    others = [d / (HEADER + ".gch") for d in directory.parent.iterdir() if d != directory]
+    sizes = [f.stat().st_size for f in others if f.exists()]
+    if not sizes or directory_bytes(directory.parent) + max(sizes) <= max_bytes():
+        return True
+    wanted = directory / ".wanted"
+    if wanted.exists():
+        return True
+    wanted.touch()
+    return False
+
+
 def evict(pch_root: Path, keep: Path, limit: int) -> list[Path]:
     """Remove least recently used headers until the total fits `limit`; headers in use (locked) stay."""
     entries = []
@@ -118,6 +133,9 @@ def pch_flags(cache_root: Path, extra_cflags: list[str], include_paths: list[str
     header, gch = directory / HEADER, directory / (HEADER + ".gch")
     lock = open(directory / ".lock", "a")  # noqa: SIM115  held (shared) for the rest of this build
     fcntl.flock(lock, fcntl.LOCK_EX)
+    if not gch.exists() and not admit(directory):
+        lock.close()
+        return []
     if not gch.exists():
         header.write_text("#include <torch/extension.h>\n")
         partial = directory / f"{HEADER}.gch.{os.getpid()}"
