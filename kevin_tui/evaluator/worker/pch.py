@@ -13,6 +13,7 @@ back to a normal build: the PCH only ever saves time.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import inspect
@@ -74,7 +75,11 @@ def max_bytes() -> int:
 
 
 def directory_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    total = 0
+    for f in path.rglob("*"):
+        with contextlib.suppress(OSError):  # removed while we walk: another build evicted it
+            total += f.stat().st_size if f.is_file() else 0
+    return total
 
 
 _held: list = []  # shared locks on the headers this process uses, released when it exits
@@ -84,8 +89,10 @@ def admit(directory: Path) -> bool:
     """Whether to build a new header here. When it would not fit beside the others, a flag set seen for
     the first time builds without one (a build that makes a header takes about twice as long as one
     without) and gets its header when it comes back, evicting the least recently used."""
-    others = [d / (HEADER + ".gch") for d in directory.parent.iterdir() if d != directory]
-    sizes = [f.stat().st_size for f in others if f.exists()]
+    sizes = []
+    for other in directory.parent.iterdir():
+        with contextlib.suppress(OSError):  # another build may be evicting it right now
+            sizes.append((other / (HEADER + ".gch")).stat().st_size)
     if not sizes or directory_bytes(directory.parent) + max(sizes) <= max_bytes():
         return True
     wanted = directory / ".wanted"
