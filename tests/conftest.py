@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -86,3 +87,12 @@ def tiny_model(tmp_path_factory) -> Path:
     from tests.tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-qwen2"))
+
+
+@pytest.fixture
+def on_path(project, monkeypatch):
+    """The test module's `project` (a copy of examples/tinylm) importable; its modules forgotten after."""
+    monkeypatch.syspath_prepend(str(project))
+    yield
+    for name in [n for n in sys.modules if n.split(".")[0] == "tinylm"]:
+        del sys.modules[name]

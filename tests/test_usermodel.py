@@ -79,14 +79,6 @@ def project(profiled, tmp_path) -> Path:
     return tmp_path / "proj"
 
 
-@pytest.fixture
-def on_path(project, monkeypatch):
-    monkeypatch.syspath_prepend(str(project))
-    yield
-    for name in [n for n in sys.modules if n.split(".")[0] == "tinylm"]:
-        del sys.modules[name]
-
-
 def test_profile_ranks_the_hot_block_first_with_its_share_and_the_profilers_cost(profiled):
     _, report = profiled
     first, *others = report["modules"]

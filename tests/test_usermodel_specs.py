@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -111,14 +110,6 @@ def test_a_block_bundled_with_the_helper_it_imports_from_its_own_package(project
     original.load_state_dict(block.state_dict())
     x = torch.randn(2, 8)
     assert torch.equal(block(x), original(x))
-
-
-@pytest.fixture
-def on_path(project, monkeypatch):
-    monkeypatch.syspath_prepend(str(project))
-    yield
-    for name in [n for n in sys.modules if n.split(".")[0] == "tinylm"]:
-        del sys.modules[name]
 
 
 def test_an_imported_alias_is_bound_after_its_definition(project):
