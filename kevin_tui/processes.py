@@ -46,6 +46,13 @@ def _stat_fields(pid: int) -> list[str] | None:
     return raw[raw.rfind(")") + 2 :].split()  # after "pid (comm) "; comm may hold spaces
 
 
+def process_start(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat), None if gone:
+    with the pid, it names a process even after the pid is reused."""
+    fields = _stat_fields(pid)
+    return fields[19] if fields is not None else None
+
+
 def descendants(root: int) -> list[int]:
     """`root` and every process below it (by parent pid), from /proc."""
     children: dict[int, list[int]] = {}

@@ -197,7 +197,8 @@ def test_workers_die_with_their_parent_even_when_it_is_sigkilled(tmp_path, build
 
 
 def test_scratch_sweep_keeps_live_owners_and_foreign_directories(tmp_path):
-    from kevin_tui.evaluator.host.scratch import OWNER_FILE, PREFIX, process_start, sweep_stale
+    from kevin_tui.evaluator.host.scratch import OWNER_FILE, PREFIX, sweep_stale
+    from kevin_tui.processes import process_start
 
     live, dead, foreign = (tmp_path / f"{PREFIX}{name}" for name in ("live", "dead", "foreign"))
     for directory in (live, dead, foreign):

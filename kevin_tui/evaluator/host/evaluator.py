@@ -13,7 +13,7 @@ import os
 import secrets
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -270,10 +270,14 @@ class Evaluator:
         verdict.phases_s["total"] = round(time.perf_counter() - started, 3)
         return verdict
 
-    def _spawn_candidate_worker(self) -> tuple[WorkerProcess, Path]:
-        scratch = self.scratch / f"candidate-{next(self.counter)}"
-        binds = [Bind(str(self.problem.path.resolve())), Bind(str(self.broker.root))]
-        return WorkerProcess("candidate", scratch, self.env, self.sandbox, binds, self.limits), scratch
+    def spawn_candidate_worker(
+        self, scratch: Path | None = None, prefix: Sequence[str] = (), extra_binds: Sequence[Bind] = ()
+    ) -> tuple[WorkerProcess, Path]:
+        """A candidate worker that sees the problem file and the build cache (read-only) and its scratch;
+        `prefix` and `extra_binds`: a tool it runs under (Nsight Compute) and that tool's files."""
+        scratch = scratch or self.scratch / f"candidate-{next(self.counter)}"
+        binds = [Bind(str(self.problem.path.resolve())), Bind(str(self.broker.root)), *extra_binds]
+        return WorkerProcess("candidate", scratch, self.env, self.sandbox, binds, self.limits, prefix), scratch
 
     def _take_candidate_worker(self) -> tuple[WorkerProcess, Path]:
         """The spare worker (torch already imported) if it is alive, else a new one."""
@@ -282,7 +286,7 @@ class Evaluator:
             return spare
         if spare is not None:
             spare[0].kill()
-        return self._spawn_candidate_worker()
+        return self.spawn_candidate_worker()
 
     def _run_candidate(self, source: str) -> Verdict:
         worker, scratch = self._take_candidate_worker()
@@ -291,18 +295,19 @@ class Evaluator:
         run = CandidateRun(self, worker, scratch, source, evaluation=next(self.counter))
         try:
             verdict = run.drive()
-            worker.kill()
-            if verdict.status is Status.CORRECT and self.options.profile and self.device.startswith("cuda"):
-                self._nsight(verdict, scratch / "in-0.kt", source)
+            worker.kill()  # before the Nsight Compute pass, which runs the candidate again in a worker of its own
+            self._nsight(verdict, scratch / "in-0.kt", source)
             return verdict
         finally:
             worker.kill()
             if self.prespawn:  # started only now, so its import never competes with this timing
-                self._spare = self._spawn_candidate_worker()
+                self._spare = self.spawn_candidate_worker()
 
     def _nsight(self, verdict: Verdict, inputs: Path, source: str) -> None:
-        """Nsight Compute's digest of the kernels of one call, as evidence (see host/ncu.py)."""
-        if self.options.ncu == "off":
+        """Nsight Compute's digest of the kernels of one call of a correct CUDA kernel, as evidence, with the
+        profile (see host/ncu.py)."""
+        wanted = self.options.profile and self.options.ncu != "off" and self.device.startswith("cuda")
+        if not wanted or verdict.status is not Status.CORRECT:
             return
         if (tool := find_ncu(self.options.ncu)) is None:
             verdict.evidence["ncu"] = {"skipped": "ncu not found (install Nsight Compute, or pass --ncu PATH)"}
@@ -321,7 +326,7 @@ class Evaluator:
             list(pool.map(self._build_only, sources))
 
     def _build_only(self, source: str) -> None:
-        worker, scratch = self._spawn_candidate_worker()
+        worker, scratch = self.spawn_candidate_worker()
         (scratch / "candidate.py").write_text(source)
         run = CandidateRun(self, worker, scratch, source)
         try:

@@ -13,14 +13,13 @@ import csv
 import os
 import shutil
 import subprocess
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kevin_tui.evaluator.host.candidate_run import CandidateRun, Decided, ReferenceLost
 from kevin_tui.evaluator.host.sandbox import Bind
-from kevin_tui.evaluator.host.workers import WorkerGone, WorkerProcess, WorkerTimeout
+from kevin_tui.evaluator.host.workers import WorkerGone, WorkerTimeout
 from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import EnvironmentProblem
 
@@ -169,13 +168,16 @@ def read_log(log: Path) -> str:
         return ""
 
 
-def evidence(log: Path) -> dict:
-    """The `ncu` entry of a verdict's evidence: kernels, or why there are none."""
+def evidence(log: Path, failure: str | None = None) -> dict:
+    """The `ncu` entry of a verdict's evidence: kernels, or why there are none (`failure`: how the pass
+    itself ended, when it did not end well)."""
     text = read_log(log)
     if kernels := parse_log(text):
         return {"kernels": [asdict(k) for k in kernels]}
+    if why := refusal(text) or (failure and f"the ncu pass failed: {failure}"):
+        return {"skipped": why}
     tail = [line for line in text.splitlines() if line.startswith("==")][-3:]
-    return {"skipped": refusal(text) or ("ncu gave no metrics: " + " / ".join(tail) if tail else "ncu gave no output")}
+    return {"skipped": "ncu gave no metrics: " + " / ".join(tail) if tail else "ncu gave no output"}
 
 
 def evidence_lines(entry: dict) -> list[str]:
@@ -190,15 +192,13 @@ def ncu_pass(evaluator: Evaluator, tool: str, inputs: Path, source: str) -> dict
     first trial's inputs; its builds come from the cache. The `ncu` evidence entry."""
     scratch = evaluator.scratch / f"ncu-{next(evaluator.counter)}"
     log = scratch / "ncu.csv"
-    binds = [Bind(str(evaluator.problem.path.resolve())), Bind(str(evaluator.broker.root)), *install_binds(tool)]
-    prefix = command_prefix(tool, log)
-    worker = WorkerProcess("candidate", scratch, evaluator.env, evaluator.sandbox, binds, evaluator.limits, prefix)
+    worker, _ = evaluator.spawn_candidate_worker(scratch, command_prefix(tool, log), install_binds(tool))
     run = CandidateRun(evaluator, worker, scratch, source, evaluation=next(evaluator.counter))
     try:
         (scratch / "candidate.py").write_text(source)
         shutil.copyfile(inputs, scratch / "in-0.kt")
         run.load()
-        run.phase_started = time.perf_counter()
+        run.enter("ncu")
         worker.send({"cmd": "ncu", "inputs": str(scratch / "in-0.kt"), "range": RANGE})
         run.expect("ncu_done")
         worker.send({"cmd": "exit"})
@@ -213,8 +213,7 @@ def ncu_pass(evaluator: Evaluator, tool: str, inputs: Path, source: str) -> dict
         subprocess.TimeoutExpired,
         OSError,
     ) as exc:  # evidence only: it never changes the verdict
-        found = evidence(log)
-        return found if "kernels" in found else {"skipped": refusal(read_log(log)) or f"the ncu pass failed: {exc}"}
+        return evidence(log, str(exc))
     finally:
         worker.kill()
     return evidence(log)

@@ -13,17 +13,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from kevin_tui.processes import process_start
+
 PREFIX = "kevin-eval-"
 OWNER_FILE = ".owner"
-
-
-def process_start(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat), None if gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
 
 
 def make_scratch() -> Path:
