@@ -314,6 +314,8 @@ class KernelRepo:
                 path.write_bytes(self.repo.odb.stream(bytes.fromhex(blob)).read())
                 os.chmod(path, 0o755 if mode == "100755" else 0o644)
             self._run("update-index", "--add", "--cacheinfo", f"{mode},{blob},{relative}")
+            if keep:
+                return f"{relative} is committed as in {parent[:8]} again (the file is left as it is)"
             return f"{relative} is back to its version in {parent[:8]}"
         self._run("update-index", "--force-remove", "--", relative)
         if keep:

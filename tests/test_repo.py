@@ -142,6 +142,18 @@ def test_undo_removes_a_new_kernel_and_restores_a_replaced_one(tmp_path):
     assert git(repo, "status", "--porcelain") == ""
 
 
+def test_a_file_committed_as_found_is_left_on_disk_by_undo(tmp_path):
+    repo = make_repo(tmp_path / "r")
+    (repo / "a.py").write_text("a = 2  # changed by the user, committed with the kernel\n")
+    kernels = KernelRepo.find(repo)
+    kernels.accept_kernel(kernel_path_for(repo / "my_module.py"), KERNEL, INFO, [repo / "a.py", repo / "b.py"])
+    assert "Kevin-With: a.py" in git(repo, "log", "-1", "--format=%B") and "b.py" not in git(repo, "show", "--stat")
+    message = kernels.undo()
+    assert "a.py is committed as in" in message and "the file is left as it is" in message
+    assert (repo / "a.py").read_text().startswith("a = 2")  # the user's version stays on disk
+    assert git(repo, "diff", "--cached", "--name-only") == "" and git(repo, "diff", "--name-only") == "a.py\n"
+
+
 def test_undo_refused_after_the_user_committed_on_top(tmp_path):
     repo = make_repo(tmp_path / "r")
     accept(repo)
