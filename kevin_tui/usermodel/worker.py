@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from kevin_tui.evaluator.worker import common
 from kevin_tui.usermodel import profiling
 from kevin_tui.usermodel.capture import InitRecorder, InputRecorder, NotWritable, is_users
 from kevin_tui.usermodel.check import check
@@ -40,11 +41,11 @@ SEED = 0
 
 
 def resolve_device(requested: str) -> str:
-    if requested == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if requested.startswith("cuda") and not torch.cuda.is_available():
-        raise UserModelError(f"--device {requested}: no CUDA device here")
-    return requested
+    """As the evaluator reads --device (the first GPU for auto); no GPU for cuda is a one-line error."""
+    try:
+        return common.resolve_device(requested)
+    except common.EnvironmentProblem as exc:
+        raise UserModelError(str(exc)) from None
 
 
 @dataclass
