@@ -34,6 +34,8 @@ from typing import Any, Literal
 from kevin_tui.config import RunConfig
 from kevin_tui.device_gate import DeviceGate, Gate
 from kevin_tui.errors import KevinError
+from kevin_tui.evaluator.host.sanitizer import first_finding, tools_for
+from kevin_tui.evaluator.host.sanitizer import summary as sanitizer_summary
 from kevin_tui.loop import Agent, Candidate, Evaluating, Turn
 from kevin_tui.models.base import Backend, BackendError, Reply
 from kevin_tui.models.factory import open_backend
@@ -373,6 +375,10 @@ class Driver:
             turn=ref.turn,
         )
         where = {"trajectory": ref.trajectory, "turn": ref.turn, "candidate": ref.candidate, "speedup": speedup}
+        sanitized = await self._sanitized(candidate)
+        if sanitized and (finding := first_finding(sanitized)):
+            run.writer.write(AcceptEvent(**where, error=finding.describe()))
+            return Outcome(f"not accepted: {finding.describe()} (the kernel is in the session)", ok=False)
         try:
             accepted = await asyncio.to_thread(accept_beside, run.problem.path, candidate.code, info, init=git_init)
         except NotARepository as exc:
@@ -383,7 +389,22 @@ class Driver:
         run.writer.write(AcceptEvent(**where, commit=accepted.commit, path=str(accepted.path)))
         turn = self.turn(ref.trajectory, ref.turn)
         which = f"turn {ref.turn}" + (f".{ref.candidate + 1}" if turn and len(turn.candidates) > 1 else "")
-        return Outcome(f"accepted {which}: {accepted.summary()}")
+        checked = f" ({sanitizer_summary(sanitized)})" if sanitized else ""
+        return Outcome(f"accepted {which}: {accepted.summary()}{checked}")
+
+    async def _sanitized(self, candidate: Candidate) -> dict[str, Any] | None:
+        """compute-sanitizer's word on a kernel about to be accepted on CUDA (host/sanitizer.py), run while
+        no kernel is timed; None where it is not asked for or the evaluator cannot run it (batch's)."""
+        assert self.run is not None
+        evaluator, verdict = self.run.evaluator, candidate.verdict
+        check = getattr(evaluator, "sanitize", None)
+        tools = tools_for(self.config.problem.evaluation.sanitize, at_accept=True)
+        if not tools or check is None or not evaluator.device.startswith("cuda"):
+            return None
+        if verdict is not None and "sanitizer" in verdict.evidence:  # already run after the verdict
+            return verdict.evidence["sanitizer"]
+        async with self.gate.evaluating():
+            return await asyncio.to_thread(check, candidate.code, tools)
 
     async def undo(self) -> Outcome:
         """Take back the last accepted kernel, if it is still HEAD and untouched."""

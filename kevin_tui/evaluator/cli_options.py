@@ -7,6 +7,7 @@ from pathlib import Path
 
 from kevin_tui.evaluator.host.evaluator import EvalOptions
 from kevin_tui.evaluator.host.sandbox import MODES
+from kevin_tui.evaluator.host.sanitizer import AT_ACCEPT, TOOLS, parse_choice
 
 
 def positive_float(text: str) -> float:
@@ -34,6 +35,13 @@ def memory_size(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError("must be positive")
     return int(value)
+
+
+def sanitize_choice(text: str) -> str:
+    try:
+        return parse_choice(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_eval_options(parser: argparse.ArgumentParser, device_aliases: tuple[str, ...] = ()) -> None:
@@ -116,6 +124,15 @@ def add_eval_options(parser: argparse.ArgumentParser, device_aliases: tuple[str,
         "counters (default auto)",
     )
     parser.add_argument(
+        "--sanitize",
+        type=sanitize_choice,
+        default=AT_ACCEPT,
+        metavar="accept|off|all|TOOL,...",
+        help=f"on CUDA, one forward call under compute-sanitizer ({', '.join(TOOLS)}); any finding makes the "
+        "verdict incorrect. accept: every tool when a kernel is accepted, before it is committed; a list: those "
+        "tools after every correct verdict (slow: a worker per tool); off: never (default accept)",
+    )
+    parser.add_argument(
         "--no-near-duplicates",
         dest="near_duplicates",
         action="store_false",
@@ -155,6 +172,7 @@ def options_from(args: argparse.Namespace, peaks: dict[str, dict] | None = None)
         shapes=args.shapes,
         profile=args.profile,
         ncu=args.ncu,
+        sanitize=args.sanitize,
         sandbox=args.sandbox,
         memory_limit=args.memory_limit,
         peaks=peaks or None,
