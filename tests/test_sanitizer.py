@@ -73,7 +73,9 @@ def test_a_finding_in_a_format_never_seen_still_fails_the_gate(tmp_path):
     found = read("unknown_finding.log", "initcheck")["findings"]
     assert found and found[0]["what"] == "Some finding in a format this parser has never seen"
     counted = tmp_path / "counted.log"  # only the tool's count survives: still a finding, in its words
-    counted.write_text("========= COMPUTE-SANITIZER\n=========     odd indented line\n========= ERROR SUMMARY: 3 errors\n")
+    counted.write_text(
+        "========= COMPUTE-SANITIZER\n=========     odd indented line\n========= ERROR SUMMARY: 3 errors\n"
+    )
     only = sanitizer.tool_result(counted, "memcheck", None)["findings"]
     assert len(only) == 1 and only[0]["what"] == "3 error(s) reported" and "odd indented line" in only[0]["detail"]
 
@@ -156,7 +158,7 @@ def test_on_the_cpu_the_evaluator_says_why_it_does_not_sanitize(relu_problem, bu
 # Stands in for compute-sanitizer: checks what the real tool needs from the sandbox (loopback up, the
 # worker's environment with the caching allocator off), runs the command after its options keeping the
 # worker's descriptors, then writes a log in the tool's format to --log-file.
-STAND_IN = '''#!{python}
+STAND_IN = """#!{python}
 import os, socket, sys
 args = sys.argv[1:]
 log = args[args.index("--log-file") + 1]
@@ -176,7 +178,7 @@ _, status = os.waitpid(pid, 0)
 with open(log, "w") as f:
     f.write("".join(f"==ERROR== {{p}}\\n" for p in problems) or {text!r})
 sys.exit(os.waitstatus_to_exitcode(status))
-'''
+"""
 
 
 @pytest.mark.parametrize("sandbox", ["bwrap", "unshare"])
