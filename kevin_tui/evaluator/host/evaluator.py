@@ -198,8 +198,10 @@ class Evaluator:
         scratch = self.scratch / "reference"
         outbox = scratch / "outbox"
         outbox.mkdir(parents=True, exist_ok=True)
-        binds = [Bind(str(self.problem.path.resolve().parent)), Bind(str(self.inbox))]
-        worker = WorkerProcess("reference", scratch, self.env, self.sandbox, binds, self.limits)
+        compiled = self.compile_cache()
+        binds = [Bind(str(self.problem.path.resolve().parent)), Bind(str(self.inbox)), Bind(str(compiled), True)]
+        env = {**self.env, "TORCHINDUCTOR_CACHE_DIR": str(compiled), "TRITON_CACHE_DIR": str(compiled / "triton")}
+        worker = WorkerProcess("reference", scratch, env, self.sandbox, binds, self.limits)
         worker.send({
             "problem_path": str(self.problem.path.resolve()), "device": self.options.device, "cmd": "init",
             "init_seed": self.init_seed, "outbox": str(outbox), "threads": worker_threads(),
@@ -218,6 +220,15 @@ class Evaluator:
             raise ProblemError(event["message"])
         self.reference, self._ready = worker, event
         return event
+
+    def compile_cache(self) -> Path:
+        """torch.compile's caches (inductor, Triton), shared by every reference worker on this machine so
+        that the compile baseline is compiled once per problem, not once per evaluator. Only reference
+        workers, which run no candidate code, may write there; candidate workers do not see it (theirs
+        stays private in their sandbox's /tmp), so no candidate can plant code the baseline then runs."""
+        path = self.options.cache_dir / "compiled"
+        (path / "triton").mkdir(parents=True, exist_ok=True)
+        return path
 
     def _drop_reference(self) -> None:
         if self.reference is not None:
