@@ -19,7 +19,7 @@ class ModelNew(nn.Module):
 
 
 def test_the_compile_baseline_fills_the_shared_cache_which_no_candidate_sees(relu_problem, tmp_path):
-    options = EvalOptions(device="cpu", cache_dir=tmp_path, compile_baseline=True, timing_trials=10, trials=1,
+    options = EvalOptions(device="cpu", cache_dir=tmp_path, compile_baseline=True, timing_trials=10, trials=1, timeout_s=600,
                           profile=False, shapes="off")  # fmt: skip
     with Evaluator(relu_problem, options, prespawn=False) as evaluator:
         shared = evaluator.compile_cache()
