@@ -209,11 +209,12 @@ def summary(result: dict[str, Any]) -> str:
     if finding := first_finding(result):
         return finding.describe()
     tools = result.get("tools", {})
-    unfinished = [f"{t} ({e.get('failure') or e.get('skipped')})" for t, e in tools.items() if "findings" not in e
-                  or e.get("failure") or e.get("skipped")]  # fmt: skip
-    clean = ", ".join(t for t in tools if f"{t} (" not in " ".join(unfinished))
-    return f"compute-sanitizer: clean under {clean or 'no tool'}" + (
-        f"; did not finish: {'; '.join(unfinished)}" if unfinished else "")  # fmt: skip
+    unfinished = {t: e.get("failure") or e["skipped"] for t, e in tools.items() if e.get("failure") or e.get("skipped")}
+    clean = [t for t in tools if t not in unfinished]
+    text = f"compute-sanitizer: clean under {', '.join(clean) or 'no tool'}"
+    if unfinished:
+        text += "; did not finish: " + "; ".join(f"{t} ({why})" for t, why in unfinished.items())
+    return text
 
 
 def run_tool(evaluator: Evaluator, sanitizer: str, tool: str, inputs: Path, source: str) -> dict[str, Any]:
