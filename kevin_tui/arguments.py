@@ -10,6 +10,7 @@ import argparse
 from datetime import datetime
 from pathlib import Path
 
+from kevin_tui import kernelbench
 from kevin_tui.config import BatchConfig, ProblemConfig, RunConfig, Settings
 from kevin_tui.evaluator.cli_options import add_eval_options, options_from, positive_int
 from kevin_tui.models.base import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, DEFAULT_TEMPERATURE, DEFAULT_TOP_P, Sampling
@@ -22,6 +23,29 @@ EVAL_EPILOG = """\
 exit codes: 0 correct; 3 compiled (built, but no CUDA device to run it);
 1 any other verdict; 2 the problem file is unusable; 4 this machine cannot
 evaluate it (CPU-only torch, no nvcc, no such device)."""
+
+
+PROBLEM_HELP = "a problem file (KernelBench form), or a shipped one: kernelbench:level1/19"
+
+
+def problem_argument(text: str) -> str:
+    """A problem as typed: `kernelbench:level1/19` becomes the shipped file, anything else stays as it is."""
+    if not kernelbench.is_name(text):
+        return text
+    try:
+        return str(kernelbench.resolve_one(text))
+    except kernelbench.KernelBenchNameError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def problems_argument(text: str) -> list[Path]:
+    """batch's problems: a file, or a `kernelbench:` name, which may stand for a whole level."""
+    if not kernelbench.is_name(text):
+        return [Path(text)]
+    try:
+        return kernelbench.resolve(text)
+    except kernelbench.KernelBenchNameError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_backend_options(parser: argparse.ArgumentParser) -> None:
@@ -84,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EVAL_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p_eval.add_argument("problem", help="the reference module (KernelBench form)")
+    p_eval.add_argument("problem", type=problem_argument, help=PROBLEM_HELP)
     p_eval.add_argument("candidate", help="the candidate module defining ModelNew")
     add_eval_options(p_eval)
     p_eval.add_argument("--json", action="store_true", help="print one JSON object on stdout")
@@ -102,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Build the first-turn prompt for PROBLEM, stream the reasoning (stderr) and the answer "
         "(stdout), and parse the kernel. The quickest check that a model server works with kevin-tui.",
     )
-    p_ask.add_argument("problem", help="the reference module (KernelBench form)")
+    p_ask.add_argument("problem", type=problem_argument, help=PROBLEM_HELP)
     add_backend_options(p_ask)
     add_prompt_options(p_ask)
     p_ask.add_argument("--save", metavar="FILE", help="write the parsed kernel to FILE")
@@ -116,8 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_opt.add_argument(
         "problem",
         nargs="?",
-        help="a problem file (KernelBench form), or a module of yours: FILE.py:Class (or FILE.py with one "
-        "nn.Module class) with --init and --input, written as a problem under --problems-dir",
+        type=problem_argument,
+        help="a problem file (KernelBench form), a shipped one (kernelbench:level1/19), or a module of yours: "
+        "FILE.py:Class (or FILE.py with one nn.Module class) with --init and --input, written as a problem under "
+        "--problems-dir",
     )
     p_opt.add_argument("--headless", action="store_true", help="run --turns turns without asking anything")
     p_opt.add_argument("--inline-editor", action="store_true", help="TUI: edit kernels inside the app, not in $EDITOR")
@@ -152,7 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
         "at a time per evaluation device. Each trajectory is a session file in --out; --resume continues a "
         "killed run. `kevin-tui batch report RUN [RUN]` prints and writes the report (two runs side by side).",
     )
-    p_batch.add_argument("problems", nargs="*", type=Path, help="problem files (KernelBench form)")
+    p_batch.add_argument("problems", nargs="*", type=problems_argument,
+                         help="problem files (KernelBench form), or shipped ones: kernelbench:level1 (a level), "
+                         "kernelbench:level2/12 (one)")  # fmt: skip
     p_batch.add_argument("--out", type=Path, help="the run directory (default runs/batch-<date>)")
     p_batch.add_argument("--resume", type=Path, metavar="RUN", help="continue the run in RUN where it stopped")
     p_batch.add_argument("--trajectories", type=positive_int, default=16, help="per problem (default 16, as Kevin)")
@@ -345,7 +373,7 @@ def batch_config(args: argparse.Namespace) -> BatchConfig:
     return BatchConfig(
         backend=backend_config(args),
         problem=problem,
-        problems=tuple(args.problems),
+        problems=tuple(path for named in args.problems for path in named),
         turns=args.turns,
         out=out,
         resume=args.resume is not None,

@@ -25,7 +25,7 @@ from tests.conftest import KERNELBENCH, RELU
 GOLDEN = Path(__file__).parent / "golden"
 REPLIES = Path(__file__).parent / "replies"  # raw model outputs with patterns found in real replies
 SUMMARY = "I replaced torch.relu with a grid-stride CUDA kernel that writes max(x, 0) in one pass."
-PAPER = KERNELBENCH.parent / "kevin-protocol" / "README.md"  # the paper's Appendix D, transcribed
+PAPER = GOLDEN / "kevin-protocol.md"  # the paper's Appendix D, transcribed
 SETS = ("kevin", "kevin-tui")
 KERNEL = "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.relu(x)\n"
 FEEDBACKS = [
