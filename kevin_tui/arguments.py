@@ -15,6 +15,7 @@ from kevin_tui.config import BatchConfig, ProblemConfig, RunConfig, Settings
 from kevin_tui.evaluator.cli_options import add_eval_options, options_from, positive_int
 from kevin_tui.models.base import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, DEFAULT_TEMPERATURE, DEFAULT_TOP_P, Sampling
 from kevin_tui.models.factory import BACKENDS, BackendConfig
+from kevin_tui.models.vllm_server import KEVIN_CONTEXT, SPECULATIVE
 from kevin_tui.protocol.prompt import DEFAULT_BUDGET
 from kevin_tui.usermodel.problems import wants_problem
 from kevin_tui.usermodel.specs import ModelSpec
@@ -61,6 +62,13 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm: GPUs to shard the model over")
     group.add_argument("--gpu-memory-utilization", type=float, default=0.85, help="vllm: fraction of GPU memory")
     group.add_argument("--port", type=int, default=8000, help="vllm: port of the managed server")
+    group.add_argument("--max-model-len", type=positive_int, default=KEVIN_CONTEXT,
+                       help=f"vllm: context length (default {KEVIN_CONTEXT}: Kevin's 8k prompt + 22k reply; "
+                       "above 32768 QwQ's RoPE is stretched with YaRN)")  # fmt: skip
+    group.add_argument("--speculative", choices=SPECULATIVE, default="off",
+                       help="vllm: ngram = prompt-lookup speculative decoding (off: unmeasured on a GPU)")  # fmt: skip
+    group.add_argument("--no-prefix-caching", dest="prefix_caching", action="store_false",
+                       help="vllm: do not reuse the KV cache of the prompt text turns share")  # fmt: skip
     group.add_argument("--keep-server", action="store_true", help="vllm: leave the server running on exit")
     group.add_argument("--script", type=Path, help="scripted: a JSON list of {reasoning, answer} replies to replay")
     group.add_argument("--script-rate", type=float, default=0.0, help="scripted: chunks per second (0: at once)")
@@ -315,6 +323,9 @@ def backend_config(args: argparse.Namespace) -> BackendConfig:
         tensor_parallel_size=args.tensor_parallel_size,
         gpu_memory_utilization=args.gpu_memory_utilization,
         port=args.port,
+        max_model_len=args.max_model_len,
+        speculative=args.speculative,
+        prefix_caching=args.prefix_caching,
         keep_server=args.keep_server,
         script=args.script,
         script_rate=args.script_rate,

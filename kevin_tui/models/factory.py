@@ -17,7 +17,7 @@ from pathlib import Path
 
 from kevin_tui.errors import EXIT_USAGE
 from kevin_tui.models.base import DEFAULT_MODEL, Backend, BackendError, Sampling
-from kevin_tui.models.vllm_server import ProgressFn, VllmConfig, VllmServer
+from kevin_tui.models.vllm_server import KEVIN_CONTEXT, ProgressFn, VllmConfig, VllmServer
 
 BACKENDS = ("auto", "vllm", "openai", "transformers", "scripted")
 NO_MODEL_HELP = """\
@@ -44,7 +44,9 @@ class BackendConfig:
     sampling: Sampling = field(default_factory=Sampling)
     tensor_parallel_size: int = 1
     gpu_memory_utilization: float = 0.85
-    max_model_len: int = 32768
+    max_model_len: int = KEVIN_CONTEXT
+    speculative: str = "off"
+    prefix_caching: bool = True
     port: int = 8000
     keep_server: bool = False
     log_dir: Path = Path(".")
@@ -99,6 +101,8 @@ async def open_backend(config: BackendConfig, progress: ProgressFn | None = None
                 tensor_parallel_size=config.tensor_parallel_size,
                 gpu_memory_utilization=config.gpu_memory_utilization,
                 max_model_len=config.max_model_len,
+                speculative=config.speculative,
+                prefix_caching=config.prefix_caching,
                 keep_running=config.keep_server,
                 log_path=config.log_dir / "vllm-server.log",
             )
