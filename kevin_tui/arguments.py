@@ -14,8 +14,8 @@ from kevin_tui import kernelbench
 from kevin_tui.config import BatchConfig, ProblemConfig, RunConfig, Settings
 from kevin_tui.evaluator.cli_options import add_eval_options, options_from, positive_int
 from kevin_tui.models.base import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, DEFAULT_TEMPERATURE, DEFAULT_TOP_P, Sampling
-from kevin_tui.models.factory import BACKENDS, BackendConfig
-from kevin_tui.models.vllm_server import KEVIN_CONTEXT, SPECULATIVE
+from kevin_tui.models.factory import BackendConfig, backend_names
+from kevin_tui.models.registry import kinds
 from kevin_tui.protocol.prompt import DEFAULT_BUDGET
 from kevin_tui.usermodel.problems import wants_problem
 from kevin_tui.usermodel.specs import ModelSpec
@@ -50,29 +50,30 @@ def problems_argument(text: str) -> list[Path]:
 
 
 def add_backend_options(parser: argparse.ArgumentParser) -> None:
+    """The model flags every backend shares, then each registered backend's own, in a group of its own."""
     group = parser.add_argument_group("model")
-    group.add_argument("--backend", choices=BACKENDS, default="auto",
-                       help="auto: openai with --server, vllm with a GPU; without either, say what to do")  # fmt: skip
+    backends = "; ".join(f"{kind.name}: {kind.summary}" for kind in kinds())
+    group.add_argument("--backend", choices=backend_names(), default="auto",
+                       help=f"auto: openai with --server, vllm with a GPU; without either, say what to do. "
+                       f"{backends}")  # fmt: skip
     group.add_argument("--model", default=DEFAULT_MODEL, help=f"model id or local directory (default {DEFAULT_MODEL})")
     group.add_argument("--server", metavar="URL", help="an OpenAI-compatible server (API key from KEVIN_TUI_API_KEY)")
     group.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
     group.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE)
     group.add_argument("--top-p", type=float, default=DEFAULT_TOP_P)
     group.add_argument("--sampling-seed", type=int, default=None)
-    group.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm: GPUs to shard the model over")
-    group.add_argument("--gpu-memory-utilization", type=float, default=0.85, help="vllm: fraction of GPU memory")
-    group.add_argument("--port", type=int, default=8000, help="vllm: port of the managed server")
-    group.add_argument("--max-model-len", type=positive_int, default=KEVIN_CONTEXT,
-                       help=f"vllm: context length (default {KEVIN_CONTEXT}: Kevin's 8k prompt + 22k reply; "
-                       "above 32768 QwQ's RoPE is stretched with YaRN)")  # fmt: skip
-    group.add_argument("--speculative", choices=SPECULATIVE, default="off",
-                       help="vllm: ngram = prompt-lookup speculative decoding (off: unmeasured on a GPU)")  # fmt: skip
-    group.add_argument("--no-prefix-caching", dest="prefix_caching", action="store_false",
-                       help="vllm: do not reuse the KV cache of the prompt text turns share")  # fmt: skip
-    group.add_argument("--keep-server", action="store_true", help="vllm: leave the server running on exit")
-    group.add_argument("--script", type=Path, help="scripted: a JSON list of {reasoning, answer} replies to replay")
-    group.add_argument("--script-rate", type=float, default=0.0, help="scripted: chunks per second (0: at once)")
-    group.add_argument("--script-delay", type=float, default=0.0, help="scripted: seconds before each reply starts")
+    for kind in kinds():
+        if kind.options is None or not kind.flags:
+            continue
+        own = parser.add_argument_group(f"--backend {kind.name}")
+        defaults = kind.options()
+        for name, option in kind.flags.items():
+            default = getattr(defaults, name)
+            if option.action:
+                own.add_argument(option.flag, dest=name, action=option.action, help=option.help)
+            else:
+                own.add_argument(option.flag, dest=name, type=option.type, default=default, choices=option.choices,
+                                 help=option.help)  # fmt: skip
 
 
 def add_module_options(parser: argparse.ArgumentParser, what: str) -> None:
@@ -315,21 +316,17 @@ def check_spec(args: argparse.Namespace) -> ModelSpec | bool:
 
 
 def backend_config(args: argparse.Namespace) -> BackendConfig:
+    options = {
+        kind.name: kind.options(**{name: getattr(args, name) for name in kind.flags})
+        for kind in kinds()
+        if kind.options is not None and kind.flags
+    }
     return BackendConfig(
         backend=args.backend,
         model=args.model,
         server=args.server,
         sampling=Sampling(args.temperature, args.top_p, args.max_tokens, args.sampling_seed),
-        tensor_parallel_size=args.tensor_parallel_size,
-        gpu_memory_utilization=args.gpu_memory_utilization,
-        port=args.port,
-        max_model_len=args.max_model_len,
-        speculative=args.speculative,
-        prefix_caching=args.prefix_caching,
-        keep_server=args.keep_server,
-        script=args.script,
-        script_rate=args.script_rate,
-        script_delay=args.script_delay,
+        options=options,
     )
 
 

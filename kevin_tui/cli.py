@@ -98,7 +98,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
 
     problem = load_problem(args.problem)
     config = backend_config(args)
-    config.resolved_backend()  # no model here: say so at once
+    config.resolve()  # no model here: say so at once
     return ask_once(problem, config, args.budget, args.prompts, args.save)
 
 
@@ -109,7 +109,7 @@ def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
         print("kevin-tui: optimize needs a problem file, a module of yours (FILE.py:Class) or --resume",
               file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
-    config.backend.resolved_backend()  # no GPU and no server: said now, not after a model start
+    config.backend.resolve()  # no GPU and no server: said now, not after a model start
     if config.problem.resume:
         find_session(config.problem.sessions_dir, config.problem.resume)
     else:
@@ -206,7 +206,7 @@ def cmd_batch(args: argparse.Namespace, settings: Settings) -> int:
         print("kevin-tui: batch needs problem files (or --resume RUN)", file=sys.stderr)
         return EXIT_USAGE
     config = batch_config(args)
-    config.backend.resolved_backend()  # no GPU and no server: said now, before anything starts
+    config.backend.resolve()  # no GPU and no server: said now, before anything starts
     return asyncio.run(run_batch_command(config))
 
 

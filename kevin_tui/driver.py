@@ -195,7 +195,7 @@ class Driver:
         """Problem (reference run), backend, session and agents; raises KevinError if the run cannot start.
         On exit, running turns are stopped and a stop event is written unless the run ended."""
         driver = cls(config, report)
-        backend_kind = config.backend.resolved_backend()
+        kind = config.backend.resolve()
         async with open_problem(config.problem, driver._on_progress) as scope:
             for notice in scope.notices:
                 report(Notice(notice, "warning"))
@@ -204,7 +204,7 @@ class Driver:
                 report(ModelStarting(elapsed, line))
 
             async with open_backend(config.backend, starting) as backend:
-                gate = DeviceGate(exclusive=backend_kind in ("vllm", "transformers"))
+                gate = DeviceGate(exclusive=kind.capabilities.local_gpu)
                 async with driver._running(scope, backend, gate):
                     yield driver
 

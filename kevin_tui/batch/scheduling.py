@@ -32,15 +32,6 @@ def resolve_device(device: str) -> str:
     return "cuda:0" if device == "cuda" else device
 
 
-def model_devices(backend_kind: str, tensor_parallel_size: int) -> set[str]:
-    """The devices a model that kevin-tui runs here computes on (none for a server elsewhere)."""
-    if backend_kind == "vllm":
-        return {f"cuda:{i}" for i in range(tensor_parallel_size)}
-    if backend_kind == "transformers":
-        return {resolve_device("auto")}
-    return set()
-
-
 class Lanes:
     """The run's shared limits, and which device each open problem evaluates on."""
 
