@@ -125,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     accept.add_argument(
         "--accept", action="store_true", help="if correct, write it beside the problem module and commit it alone"
     )
+    accept.add_argument("--accept-slower", action="store_true", help="with --accept: even if it is slower than eager")
     accept.add_argument("--kernel-name", metavar="FILE", help="kernel file name (default: <module>_kernel.py)")
     accept.add_argument("--no-git", action="store_true", help="only write the kernel file")
     accept.add_argument("--git-init", action="store_true", help="create a git repository if there is none")
