@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every check that needs a CUDA device, in one call of about five minutes on a lent GPU machine.
 #
-#   scripts/gpu-check.sh --prepare    here: fill .gpu-carry/ with what the GPU image lacks (the problems,
-#                                     wheels, bubblewrap); carry it with the run (carry: [".gpu-carry"])
+#   scripts/gpu-check.sh --prepare    here: fill .gpu-carry/ with what the GPU image lacks (wheels,
+#                                     bubblewrap); carry it with the run (carry: [".gpu-carry"]). The
+#                                     problems are the package's own (kevin_tui/kernelbench).
 #   scripts/gpu-check.sh              there: the checks, most decisive first, each with its own budget
 #   scripts/gpu-check.sh --rehearse   here: the same steps on the CPU in an environment like the GPU image
 #                                     (Python 3.12, torch 2.11, the image's packages and the carried wheels)
@@ -35,7 +36,6 @@ done
 export GPU_CHECK_MODE=$MODE GPU_CHECK_FULL=$FULL
 
 RELU=level1/19_ReLU.py
-SOFTMAX=level1/23_Softmax.py
 # Wheels of what the checks import beyond the image's packages (textual and GitPython: the user-model
 # tests), pure Python, pinned to what this project is tested with.
 WHEELS=(textual==8.2.8 mdit-py-plugins==0.7.0 platformdirs==4.14.9 GitPython==3.2.1 gitdb==4.0.12 smmap==5.0.3)
@@ -55,15 +55,7 @@ tree_mib() {  # what the device call sends: tracked and unignored files, plus .g
 }
 
 prepare() {
-    local source=${KEVIN_TUI_KERNELBENCH:-$ROOT/../shared/kernelbench}
-    [ -f "$source/$RELU" ] || { echo "no KernelBench problems at $source: set KEVIN_TUI_KERNELBENCH" >&2; exit 2; }
-    rm -rf "$CARRY" && mkdir -p "$CARRY/kernelbench" "$CARRY/wheels" "$CARRY/bin"
-    local batch
-    batch=$(PYTHONPATH=$ROOT KEVIN_TUI_KERNELBENCH=$source python3 -c \
-        "from tests.batch_problems import PLANS; print(*[p.file for p in PLANS])") || exit 1
-    for file in $RELU $SOFTMAX $batch; do
-        mkdir -p "$CARRY/kernelbench/$(dirname "$file")" && cp "$source/$file" "$CARRY/kernelbench/$file"
-    done
+    rm -rf "$CARRY" && mkdir -p "$CARRY/wheels" "$CARRY/bin"
     python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
         --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
         -d "$CARRY/wheels" "${WHEELS[@]}" || { echo "pip download failed" >&2; exit 1; }
@@ -247,10 +239,10 @@ run_checks() {
     mkdir -p "$report"
     : > "$report/summary.txt"
     export PYTHONPATH="$ROOT" PYTHONUNBUFFERED=1
-    export KEVIN_TUI_KERNELBENCH="${KEVIN_TUI_KERNELBENCH:-$CARRY/kernelbench}"
+    export KEVIN_TUI_KERNELBENCH="${KEVIN_TUI_KERNELBENCH:-$ROOT/kevin_tui/kernelbench}"
     export KEVIN_TUI_TEST_CACHE="${KEVIN_TUI_TEST_CACHE:-/tmp/kevin-gpu-cache}"
     export KEVIN_TUI_CACHE_DIR="$KEVIN_TUI_TEST_CACHE" MAX_JOBS="${MAX_JOBS:-4}"
-    [ -d "$CARRY/kernelbench" ] || { echo "no .gpu-carry: run scripts/gpu-check.sh --prepare first" >&2; exit 2; }
+    [ -d "$CARRY/wheels" ] || { echo "no .gpu-carry: run scripts/gpu-check.sh --prepare first" >&2; exit 2; }
     if compgen -G "$CARRY/wheels/*.whl" >/dev/null; then
         python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/kevin-site \
             "$CARRY"/wheels/*.whl && export PYTHONPATH="$ROOT:/tmp/kevin-site"
@@ -279,7 +271,7 @@ if [ ${#STEP[@]} -gt 0 ]; then "${STEP[@]}"; exit $?; fi
 case $MODE in
     prepare) prepare ;;
     rehearse)
-        [ -d "$CARRY/kernelbench" ] || prepare
+        [ -d "$CARRY/wheels" ] || prepare
         rehearsal_env
         report="${OUT:-$ROOT/.kevin-cache/gpu-rehearsal}"
         rm -rf "$report"
