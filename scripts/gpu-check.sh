@@ -247,8 +247,11 @@ run_checks() {
         python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/kevin-site \
             "$CARRY"/wheels/*.whl && export PYTHONPATH="$ROOT:/tmp/kevin-site"
     fi
-    if [ -x "$CARRY/bin/bwrap" ] && "$CARRY/bin/bwrap" --ro-bind / / true 2>/dev/null; then
-        export PATH="$CARRY/bin:$PATH"  # the sandbox a user's machine would have; unshare is tested as well
+    # the carried bwrap, where the evaluator's own probe can make a sandbox with it: the sandbox a user's
+    # machine would have (unshare is tested as well); setup.log says which `auto` chose
+    if [ -x "$CARRY/bin/bwrap" ] && PATH="$CARRY/bin:$PATH" python3 -c "from kevin_tui.evaluator.host.sandbox \
+import choose; choose('bwrap')" >/dev/null 2>&1; then
+        export PATH="$CARRY/bin:$PATH"
     fi
     export GPU_CHECK_REPORT=$report
     echo "mode $MODE, report in $report" | tee -a "$report/summary.txt"
