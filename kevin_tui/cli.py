@@ -119,6 +119,7 @@ def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
             path, said = make_problem(module, config.problem.evaluation.device, args.problems_dir)
             print(f"kevin-tui: {said}", file=sys.stderr)
             config = replace(config, problem=replace(config.problem, problem=path))
+        assert config.problem.problem is not None  # given, or just made from the module
         load_problem(config.problem.problem)  # its shape, from the syntax tree; it runs inside the app
     if args.headless:
         import asyncio

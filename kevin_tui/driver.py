@@ -24,6 +24,7 @@ thread-safe (Textual's post_message is).
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -101,13 +102,16 @@ class Phase:
     started: float
 
 
+TurnOutcome = Literal["done", "stopped", "failed"]
+
+
 @dataclass(frozen=True)
 class TurnEnded:
     """A trajectory is idle again; `turn` is None when the turn failed before it had one."""
 
     trajectory: int
     turn: int | None
-    outcome: Literal["done", "stopped", "failed"]
+    outcome: TurnOutcome
 
 
 @dataclass(frozen=True)
@@ -171,8 +175,13 @@ class Track:
     selected: int | None = None
 
     @property
+    def running(self) -> asyncio.Task | None:
+        """The task of the turn under way, if one is."""
+        return self.task if self.task is not None and not self.task.done() else None
+
+    @property
     def busy(self) -> bool:
-        return self.task is not None and not self.task.done()
+        return self.running is not None
 
     @property
     def latest(self) -> Turn | None:
@@ -372,27 +381,30 @@ class Driver:
             session_id=run.scope.session_id,
             turn=ref.turn,
         )
-        where = {"trajectory": ref.trajectory, "turn": ref.turn, "candidate": ref.candidate, "speedup": speedup}
+        record = functools.partial(
+            AcceptEvent, trajectory=ref.trajectory, turn=ref.turn, candidate=ref.candidate, speedup=speedup
+        )
         try:
             accepted = await asyncio.to_thread(accept_beside, run.problem.path, candidate.code, info, init=git_init)
         except NotARepository as exc:
             return Outcome(f"{exc}\n\nCreate a git repository there now?", ok=False, ask="git_init")
         except GitProblem as exc:
-            run.writer.write(AcceptEvent(**where, error=str(exc)))
+            run.writer.write(record(error=str(exc)))
             return Outcome(f"not accepted: {exc} (the kernel is in the session)", ok=False)
-        run.writer.write(AcceptEvent(**where, commit=accepted.commit, path=str(accepted.path)))
+        run.writer.write(record(commit=accepted.commit, path=str(accepted.path)))
         turn = self.turn(ref.trajectory, ref.turn)
         which = f"turn {ref.turn}" + (f".{ref.candidate + 1}" if turn and len(turn.candidates) > 1 else "")
         return Outcome(f"accepted {which}: {accepted.summary()}")
 
     async def undo(self) -> Outcome:
         """Take back the last accepted kernel, if it is still HEAD and untouched."""
-        assert self.run is not None
+        run = self.run
+        assert run is not None
         try:
-            message = await asyncio.to_thread(lambda: KernelRepo.find(self.run.problem.path).undo())
+            message = await asyncio.to_thread(lambda: KernelRepo.find(run.problem.path).undo())
         except GitProblem as exc:
             return Outcome(f"cannot undo: {exc}", ok=False)
-        self.run.writer.write(UndoEvent(message=message))
+        run.writer.write(UndoEvent(message=message))
         return Outcome(message)
 
     def apply_offer(self) -> str | None:
@@ -460,7 +472,7 @@ class Driver:
         except Exception as exc:  # a bug or a broken environment: shown, and the app lives on
             self.report(Notice(f"trajectory {trajectory + 1} failed: {type(exc).__name__}: {exc}", "error"))
         finally:
-            outcome = "failed" if turn is None else "stopped" if turn.stopped else "done"
+            outcome: TurnOutcome = "failed" if turn is None else "stopped" if turn.stopped else "done"
             self.report(TurnEnded(trajectory, turn.number if turn else None, outcome))
 
     async def _settle(self, track: Track) -> None:
@@ -471,9 +483,9 @@ class Driver:
         unjudged = [c for c in turn.candidates if c.feedback is None]  # a resumed, interrupted turn
         if unjudged:
             await self._judge(track.agent, unjudged)
-        index = self.continuing(track.agent.trajectory).index
-        if index != turn.chosen:
-            track.agent.choose(turn, index)
+        chosen = self.continuing(track.agent.trajectory)
+        if chosen is not None and chosen.index != turn.chosen:
+            track.agent.choose(turn, chosen.index)
         track.selected = None
 
     async def _next_turn(self, track: Track, note: str | None) -> Turn:
@@ -513,7 +525,7 @@ class Driver:
             await agent.evaluate(candidates)
 
     async def _wind_down(self, reason: str = "quit") -> None:
-        tasks = [t.task for t in self.tracks if t.busy]
+        tasks = [task for track in self.tracks if (task := track.running) is not None]
         self.stop()
         for task in tasks:
             task.cancel()

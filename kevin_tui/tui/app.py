@@ -399,7 +399,7 @@ class KevinApp(App):
         if outcome.ask is None:
             self.notify(outcome.message, severity="information" if outcome.ok else "error")
             if outcome.ok and (question := self.driver.apply_offer()):
-                self.push_screen(ConfirmScreen(question), lambda yes: self.apply_kernel() if yes else None)
+                self.push_screen(ConfirmScreen(question), self._apply_if_yes)
             return
         ask = outcome.ask
 
@@ -408,6 +408,10 @@ class KevinApp(App):
                 self.accept(ref, slower_ok or ask == "slower", git_init or ask == "git_init")
 
         self.push_screen(ConfirmScreen(outcome.message), answer)
+
+    def _apply_if_yes(self, yes: bool | None) -> None:
+        if yes:
+            self.apply_kernel()
 
     @work(group="git", exit_on_error=False)
     async def apply_kernel(self) -> None:

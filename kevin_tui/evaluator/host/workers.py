@@ -109,7 +109,7 @@ class WorkerProcess:
             for fd in fds:
                 os.close(fd)
         self._commands = os.fdopen(self._command_write, "wb", buffering=0)
-        self.events: queue.Queue[Arrived | Exception] = queue.Queue(MAX_QUEUED_EVENTS)
+        self.events: queue.Queue[Arrived | ProtocolViolation | EOFError] = queue.Queue(MAX_QUEUED_EVENTS)
         self.started = threading.Event()
         threading.Thread(target=self._read, name=f"kevin-{role}-reader", daemon=True).start()
 
@@ -135,7 +135,7 @@ class WorkerProcess:
         self.started.set()
         self._put_last(EOFError())
 
-    def _put_last(self, item: Exception) -> None:
+    def _put_last(self, item: ProtocolViolation | EOFError) -> None:
         with contextlib.suppress(queue.Full):
             self.events.put(item, timeout=5)
 

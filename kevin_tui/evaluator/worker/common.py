@@ -7,6 +7,8 @@ import inspect
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 PLAIN_TYPES = (int, float, bool, str, type(None))
@@ -16,8 +18,12 @@ class EnvironmentProblem(Exception):
     """This machine cannot build or run the candidate (CPU-only torch, no nvcc): not the candidate's fault."""
 
 
-def import_file(path: str, name: str):
+def import_file(path: str | Path, name: str) -> ModuleType:
+    """The Python file at `path` run as module `name`, registered in sys.modules (pickling and
+    dataclasses look a class's module up there)."""
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} cannot be imported: not a Python source file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
