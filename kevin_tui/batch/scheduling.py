@@ -21,14 +21,7 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, nullcontext
 
 from kevin_tui.device_gate import DeviceGate
-from kevin_tui.models.factory import has_gpu
-
-
-def resolve_device(device: str) -> str:
-    """'auto' and 'cuda' as the evaluator reads them: the first GPU where there is one, else the CPU."""
-    if device == "auto":
-        return "cuda:0" if has_gpu() else "cpu"
-    return "cuda:0" if device == "cuda" else device
+from kevin_tui.devices import resolve_device
 
 
 def model_devices(backend_kind: str, tensor_parallel_size: int) -> set[str]:

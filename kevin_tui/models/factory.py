@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kevin_tui.devices import has_gpu
 from kevin_tui.errors import EXIT_USAGE
 from kevin_tui.models.base import DEFAULT_MODEL, Backend, BackendError, Sampling
 from kevin_tui.models.vllm_server import ProgressFn, VllmConfig, VllmServer
@@ -30,10 +31,6 @@ class NoModel(BackendError):
     """No way to run the model was given or found here; nothing was started."""
 
     exit_code = EXIT_USAGE
-
-
-def has_gpu() -> bool:
-    return Path("/dev/nvidia0").exists()
 
 
 @dataclass

@@ -12,6 +12,7 @@ import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
+from kevin_tui.devices import resolve_device
 from kevin_tui.models.base import BackendError, Delta, Sampling, StreamEnd, TokenCounting
 from kevin_tui.models.think import ThinkSplitter
 
@@ -34,9 +35,7 @@ class TransformersBackend:
             self.lm = AutoModelForCausalLM.from_pretrained(model, dtype=dtype)
         except (OSError, ValueError) as exc:
             raise BackendError(f"cannot load model {model!r}: {exc}") from None
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.device = device
+        self.device = device = resolve_device(device, torch.cuda.is_available)
         self.lm.to(device).eval()  # type: ignore[arg-type]  # transformers types .to through functools.wraps
 
     def _prompt_ids(self, messages: list[dict[str, str]]) -> Any:

@@ -41,7 +41,7 @@ def default_cache_dir() -> Path:
     return Path(base) / "kevin-tui"
 
 
-@dataclass
+@dataclass(frozen=True)  # built once, at the command line's edge (kevin_tui.arguments)
 class EvalOptions:
     device: str = "auto"
     trials: int = 5

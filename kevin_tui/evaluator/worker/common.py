@@ -11,6 +11,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from kevin_tui import devices
+
 PLAIN_TYPES = (int, float, bool, str, type(None))
 
 
@@ -85,18 +87,18 @@ def same_values(live: Any, copy: Any) -> bool:
 
 
 def resolve_device(requested: str) -> str:
+    """--device as kevin_tui.devices reads it, with torch as the judge of whether there is a GPU; a GPU
+    asked for and missing is an EnvironmentProblem that says why."""
     import torch
 
-    if requested == "auto":
-        return "cuda:0" if torch.cuda.is_available() else "cpu"
-    if requested.startswith("cuda"):
-        if not torch.cuda.is_available():
-            why = "torch is a CPU-only build" if torch.version.cuda is None else "no CUDA device is visible"
-            raise EnvironmentProblem(f"--device {requested} asked for, but {why}")
-        device = requested if ":" in requested else "cuda:0"
-        torch.cuda.set_device(device)
-        return device
-    return "cpu"
+    device = devices.resolve_device(requested, torch.cuda.is_available)
+    if not device.startswith("cuda"):
+        return "cpu"
+    if not torch.cuda.is_available():
+        why = "torch is a CPU-only build" if torch.version.cuda is None else "no CUDA device is visible"
+        raise EnvironmentProblem(f"--device {requested} asked for, but {why}")
+    torch.cuda.set_device(device)
+    return device
 
 
 def synchronize(device: str) -> None:
