@@ -35,6 +35,8 @@ from typing import Any, Literal
 from kevin_tui.config import RunConfig
 from kevin_tui.device_gate import DeviceGate, Gate
 from kevin_tui.errors import KevinError
+from kevin_tui.evaluator import Evaluator
+from kevin_tui.judge import JudgeFactory
 from kevin_tui.loop import Agent, Candidate, Evaluating, Turn
 from kevin_tui.models.base import Backend, BackendError, Reply
 from kevin_tui.models.factory import open_backend
@@ -200,12 +202,13 @@ class Driver:
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, config: RunConfig, report: Reporter) -> AsyncIterator[Driver]:
+    async def open(cls, config: RunConfig, report: Reporter, judge: JudgeFactory = Evaluator) -> AsyncIterator[Driver]:
         """Problem (reference run), backend, session and agents; raises KevinError if the run cannot start.
-        On exit, running turns are stopped and a stop event is written unless the run ended."""
+        On exit, running turns are stopped and a stop event is written unless the run ended. `judge`
+        makes the evaluator (tests of what sits above it give a fake one)."""
         driver = cls(config, report)
         backend_kind = config.backend.resolved_backend()
-        async with open_problem(config.problem, driver._on_progress) as scope:
+        async with open_problem(config.problem, driver._on_progress, judge) as scope:
             for notice in scope.notices:
                 report(Notice(notice, "warning"))
 
