@@ -16,7 +16,8 @@ def has_gpu() -> bool:
     return Path("/dev/nvidia0").exists()
 
 
-def resolve_device(requested: str, gpu: Callable[[], bool] = has_gpu) -> str:
+def resolve_device(requested: str, gpu: Callable[[], bool] | None = None) -> str:
+    """`gpu` says whether there is a GPU (default: has_gpu)."""
     if requested == "auto":
-        return "cuda:0" if gpu() else "cpu"
+        return "cuda:0" if (gpu or has_gpu)() else "cpu"
     return "cuda:0" if requested == "cuda" else requested

@@ -416,7 +416,7 @@ class KevinApp(App):
             if yes:
                 self.accept(ref, slower_ok or ask == "slower", git_init or ask == "git_init")
 
-        self.push_screen(ConfirmScreen(outcome.message), answer)
+        self.push_screen(ConfirmScreen(outcome.text), answer)
 
     def _apply_if_yes(self, yes: bool | None) -> None:
         if yes:
