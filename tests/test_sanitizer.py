@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from kevin_tui.arguments import build_parser
+from kevin_tui.arguments import build_parser, eval_options
+from kevin_tui.config import Settings
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status, Verdict
-from kevin_tui.evaluator.cli_options import options_from
 from kevin_tui.evaluator.host import sanitizer
 from kevin_tui.evaluator.report import evidence_lines
 from tests.conftest import RELU, candidate, sandbox_here
@@ -115,7 +115,7 @@ def test_a_finding_makes_a_correct_verdict_incorrect_with_the_tools_words():
 )
 def test_the_command_line_choice(given, stored, every_verdict, at_accept):
     argv = ["eval", str(RELU), "candidate.py"] + ([] if given is None else ["--sanitize", given])
-    options = options_from(build_parser().parse_args(argv))
+    options = eval_options(build_parser().parse_args(argv), Settings())
     assert options.sanitize == stored
     assert sanitizer.tools_for(options.sanitize, at_accept=False) == every_verdict
     assert sanitizer.tools_for(options.sanitize, at_accept=True) == at_accept
