@@ -362,11 +362,12 @@ def test_vllm_command_speculates_from_the_prompt_and_stretches_rope_only_when_as
 
 def test_the_flags_reach_the_managed_server():
     from kevin_tui.arguments import backend_config, build_parser
+    from kevin_tui.models.backends import VLLM
 
     args = build_parser().parse_args(["ask", "x.py", "--speculative", "ngram", "--max-model-len", "40000",
                                       "--no-prefix-caching"])  # fmt: skip
-    config = backend_config(args)
-    assert (config.speculative, config.max_model_len, config.prefix_caching) == ("ngram", 40000, False)
+    options = backend_config(args).options_for(VLLM)
+    assert (options.speculative, options.max_model_len, options.prefix_caching) == ("ngram", 40000, False)
 
 
 def test_managed_server_starts_reports_progress_logs_to_a_file_and_stops(fake_vllm, tmp_path, capfd):

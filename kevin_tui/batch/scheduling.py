@@ -22,23 +22,6 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from kevin_tui.device_gate import DeviceGate, QuietForJudging
-from kevin_tui.models.factory import has_gpu
-
-
-def resolve_device(device: str) -> str:
-    """'auto' and 'cuda' as the evaluator reads them: the first GPU where there is one, else the CPU."""
-    if device == "auto":
-        return "cuda:0" if has_gpu() else "cpu"
-    return "cuda:0" if device == "cuda" else device
-
-
-def model_devices(backend_kind: str, tensor_parallel_size: int) -> set[str]:
-    """The devices a model that kevin-tui runs here computes on (none for a server elsewhere)."""
-    if backend_kind == "vllm":
-        return {f"cuda:{i}" for i in range(tensor_parallel_size)}
-    if backend_kind == "transformers":
-        return {resolve_device("auto")}
-    return set()
 
 
 class Lanes:
