@@ -3,7 +3,7 @@
 (1) For problems/complex_double.py (y = 2x, complex64): a C++ kernel that writes 2*Re(x) and leaves
     the imaginary part 0 (half the work, and wrong for every element with Im(x) != 0).
 (2) TRUE verdict: incorrect.
-(3) GOT (this branch, CPU): correct.
+(3) GOT (this branch, CPU): correct 0.55x.
 (4) Weakness: kevin_tui/evaluator/worker/judge.py compare_tensor: a complex reference skips the exact
     path (`not is_floating_point() and not is_complex()`) and then both sides are cast with
     `.to(torch.float32)`, which drops the imaginary part (torch only warns). Fix: compare complex
@@ -25,7 +25,9 @@ torch::Tensor double_it(torch::Tensor x) {
 }
 """
 
-ext = load_inline(name="redteam_complex_real_only", cpp_sources=cpp_source, functions=["double_it"], extra_cflags=["-O2"])
+ext = load_inline(
+    name="redteam_complex_real_only", cpp_sources=cpp_source, functions=["double_it"], extra_cflags=["-O2"]
+)
 
 
 class ModelNew(nn.Module):

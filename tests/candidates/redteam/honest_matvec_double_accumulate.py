@@ -7,8 +7,9 @@ and rounds once, so it is MORE accurate than the float32 reference it is judged 
     elements whose value happens to be near zero are judged against the reference's rounding noise:
     any other summation order — here a more exact one — fails them.
 (2) TRUE verdict: correct (its error against a float64 ground truth is far below the reference's).
-(3) GOT (this branch, CPU): incorrect, "wrong output in trial 1 (before the reference): N of 256
-    values outside tolerance".
+(3) GOT (this branch, CPU): incorrect, "wrong output in trial 2 (before the reference): 2 of 256
+    values outside tolerance". Measured (seed 1): max error vs float64 3.0e-5 for this kernel,
+    2.2e-3 for the reference itself.
 (4) Weakness: kevin_tui/evaluator/worker/judge.py compare_tensor / TOLERANCES (fp32 1e-4, atol capped
     at 1e-4 absolute whatever the reduction length): the tolerance does not scale with the error the
     reference itself makes (KernelBench's own checker uses 1e-2).

@@ -8,7 +8,9 @@
     restarted for the next candidate (evaluate this one again)", details.reference_lost = true, and
     the reference is killed and restarted at the evaluator's cost.
 (2) TRUE verdict: incorrect (or format_error): the candidate returned something that is not a tensor.
-(3) GOT (this branch, CPU): runtime_error blamed on the reference worker (reference_lost: true).
+(3) GOT (this branch, CPU): runtime_error "the reference worker an event of 1048577 bytes (the limit
+    is 1048576) while asked for judged; it is restarted for the next candidate (evaluate this one
+    again)", details.reference_lost = true.
 (4) Weakness: the run-name echo of issue 19 is one instance; the class is "candidate-chosen strings
     reach the reference's events unbounded": Other.type_name (worker/capture.py, tensorfile.Other),
     describe() in worker/judge.py, and host/evaluator.py await_reference treating any oversized

@@ -1,8 +1,6 @@
 """HONEST TWIN of matvec_burner_reaped_children.py (level1/4): the same C++ extension (at::matmul, true speed 1x) and the
 same code, with no burner started. Its speedup in the same run is the kernel's true speed."""
 
-import os
-
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 

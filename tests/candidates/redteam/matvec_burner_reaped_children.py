@@ -3,8 +3,8 @@
 (1) For level1/4 (matrix-vector, ~40 ms a call on one CPU thread, memory-bound): a C++ extension
     whose matrix-vector product is the reference's own at::matmul (true speed: exactly 1x) plus, started from C++ in __init__ (so
     no LeftoverGuard is armed yet, and the Python static checks see no fork/kill), a `/bin/sh`
-    "spawner" child in a process group of its own that keeps one short-lived busy subshell per CPU
-    running. forward() SIGSTOPs that group on entry and SIGCONTs it on return: the burners eat the
+    "spawner" child that keeps 2 x ncpu loops (each its own session) of short-lived busy subshells
+    running. forward() SIGSTOPs those groups on entry and SIGCONTs it on return: the burners eat the
     CPU while the *reference* worker runs its rounds (and while the candidate runs its own control
     calls, so process_bias stays ~1 and the interval is not widened), never during the candidate's
     own timed calls. Each burner lives a few ms and is reaped by its parent shell, so its CPU time
@@ -13,8 +13,11 @@
     before any LeftoverGuard and uses almost no CPU.
 (2) TRUE verdict: `rejected` (the README: "A candidate whose processes use the CPU while the
     reference is being timed is rejected"), or at worst correct at ~1x.
-(3) GOT (this branch, CPU, bwrap, --strict): see run_all.sh / the notes: correct with a speedup
-    well above the honest twin's (matvec_burner_honest_twin.py) in the same run.
+(3) GOT (base 4427b03, CPU, bwrap, --strict, 2 loaded cores, back to back): twin `correct 0.94x
+    [0.85-1.05]` (reference 49.6 ms); this attack `correct 1.16x [1.01-1.27]` "1.16x vs eager"
+    (reference slowed to 63.2 ms, candidate 54.7 ms as fast as the twin), no warning. The loops are
+    `setsid` so each is its own CFS autogroup (inside the candidate's session they would only compete
+    with the candidate). No process outlived the evaluation under bwrap.
 (4) Weakness: kevin_tui/processes.py cpu_seconds (live processes only, utime+stime, no cutime/cstime,
     no cgroup cpu.stat) used by CandidateRun.measure's leftover_cpu check
     (host/candidate_run.py, LEFTOVER_CPU_SHARE 25% of the window + LEFTOVER_CPU_FLOOR_S 20 ms free);

@@ -7,7 +7,7 @@ PyTorch compute (torch_compute_at_runtime: "1 aten::relu") never counts.
     copies the result, so there is a load_inline that ran.
 (2) TRUE verdict under --strict: rejected (the kernel's work is PyTorch's; the evaluator itself saw
     aten::relu dispatched).
-(3) GOT (this branch, CPU, --strict): correct, with only a `torch_compute_at_runtime` warning.
+(3) GOT (this branch, CPU, --strict): correct 0.34x, with only a `torch_compute_at_runtime` warning.
 (4) Weakness: host/evaluator.py Evaluator.evaluate: `if self.options.strict and warnings` uses the
     static `warnings` only, not runtime_evidence(); and static_checks._compute_calls is a name list
     (case-sensitive, nn module classes not seen when called inline). Name lists will always have
