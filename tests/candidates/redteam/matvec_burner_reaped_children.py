@@ -17,7 +17,10 @@
     [0.85-1.05]` (reference 49.6 ms); this attack `correct 1.16x [1.01-1.27]` "1.16x vs eager"
     (reference slowed to 63.2 ms, candidate 54.7 ms as fast as the twin), no warning. The loops are
     `setsid` so each is its own CFS autogroup (inside the candidate's session they would only compete
-    with the candidate). No process outlived the evaluation under bwrap.
+    with the candidate). No process outlived the evaluation under bwrap. After merging main
+    (f720f8d): twin 0.91x [0.74-1.08] (reference 38.8 ms), attack 1.10x [0.96-1.36] (reference
+    slowed to 54.8 ms, +41%): the headline speedup is inflated ~1.2x; on 2 loaded cores the
+    interval may or may not exclude 1.0.
 (4) Weakness: kevin_tui/processes.py cpu_seconds (live processes only, utime+stime, no cutime/cstime,
     no cgroup cpu.stat) used by CandidateRun.measure's leftover_cpu check
     (host/candidate_run.py, LEFTOVER_CPU_SHARE 25% of the window + LEFTOVER_CPU_FLOOR_S 20 ms free);
