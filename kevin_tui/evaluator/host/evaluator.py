@@ -23,7 +23,7 @@ from kevin_tui.evaluator.host.builds import BuildBroker
 from kevin_tui.evaluator.host.candidate_run import CandidateRun, Decided, ReferenceLost
 from kevin_tui.evaluator.host.ncu import find_ncu, ncu_pass
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, SandboxUnavailable, choose, worker_env
-from kevin_tui.evaluator.host.scratch import make_scratch
+from kevin_tui.evaluator.host.scratch import given_dir, make_scratch
 from kevin_tui.evaluator.host.speed_of_light import Bound, Peaks, cached_cpu_peaks, cpu_key, gpu_peaks, store_cpu_peaks
 from kevin_tui.evaluator.host.static_checks import run_static_checks
 from kevin_tui.evaluator.host.workers import Arrived, WorkerGone, WorkerProcess, WorkerTimeout
@@ -273,10 +273,14 @@ class Evaluator:
     def spawn_candidate_worker(
         self, scratch: Path | None = None, prefix: Sequence[str] = (), extra_binds: Sequence[Bind] = ()
     ) -> tuple[WorkerProcess, Path]:
-        """A candidate worker that sees the problem file and the build cache (read-only) and its scratch;
-        `prefix` and `extra_binds`: a tool it runs under (Nsight Compute) and that tool's files."""
+        """A candidate worker that sees its scratch, and read-only a private copy of the problem file and the
+        libraries built for it (see given_dir); `prefix` and `extra_binds`: a tool it runs under (Nsight
+        Compute) and that tool's files."""
         scratch = scratch or self.scratch / f"candidate-{next(self.counter)}"
-        binds = [Bind(str(self.problem.path.resolve())), Bind(str(self.broker.root)), *extra_binds]
+        given = given_dir(scratch)
+        given.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(self.problem.path, given / self.problem.path.name)
+        binds = [Bind(str(given)), *extra_binds]
         return WorkerProcess("candidate", scratch, self.env, self.sandbox, binds, self.limits, prefix), scratch
 
     def _take_candidate_worker(self) -> tuple[WorkerProcess, Path]:

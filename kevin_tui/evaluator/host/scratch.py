@@ -45,3 +45,23 @@ def sweep_stale(directory: Path) -> list[Path]:
             shutil.rmtree(scratch, ignore_errors=True)
             removed.append(scratch)
     return removed
+
+
+def given_dir(worker_scratch: Path) -> Path:
+    """The directory the host fills for the candidate worker whose scratch is `worker_scratch`, bound
+    read-only into its sandbox: a private copy of the problem file, and only the libraries built for it
+    (not the build cache, where every build's sources and libraries lie)."""
+    return worker_scratch.with_name(worker_scratch.name + "-given")
+
+
+def hand_out(library: Path, worker_scratch: Path) -> Path:
+    """Place a verified library where that worker can load it (a hard link, else a copy), in a directory
+    named like its build's, and return the path the worker is told."""
+    target = given_dir(worker_scratch) / library.parent.name / library.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.exists():
+        try:
+            os.link(library, target)
+        except OSError:
+            shutil.copy2(library, target)
+    return target

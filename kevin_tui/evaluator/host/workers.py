@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kevin_tui.evaluator.host.sandbox import Bind, Limits, ProcessGroup, Sandbox, package_root, system_binds
+from kevin_tui.evaluator.host.cgroups import ResourceGroup
+from kevin_tui.evaluator.host.sandbox import Bind, Limits, Sandbox, package_root, seccomp_memfd, system_binds
 from kevin_tui.evaluator.protocol import MAX_EVENT_BYTES, ProtocolViolation, encode, parse_event
-from kevin_tui.processes import cpu_seconds, kill_process_group
+from kevin_tui.processes import cpu_seconds, kill_namespace, kill_process_group, namespace_init
 
 KILL_GRACE_S = 2.0
 MAX_QUEUED_EVENTS = 10_000
@@ -92,22 +93,25 @@ class WorkerProcess:
         if spec := sandbox.jail_spec(all_binds, str(scratch), str(jail_root)):
             jail_root.mkdir(exist_ok=True)
             env["KEVIN_WORKER_JAIL"] = json.dumps(spec)
-        self.group = ProcessGroup(limits.processes)
+        self.group = ResourceGroup(limits.processes, limits.memory)
+        filter_fd = seccomp_memfd() if sandbox.kind == "bwrap" else None
+        passed = fds if filter_fd is None else (*fds, filter_fd)
         try:
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen(
-                    self.group.wrap(sandbox.command(argv, all_binds, str(scratch))),
+                    self.group.wrap(sandbox.command(argv, all_binds, str(scratch), filter_fd)),
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=log,
                     cwd=scratch,
                     env=env,
-                    pass_fds=fds,
+                    pass_fds=passed,
                     start_new_session=True,
                 )
         finally:
-            for fd in fds:
+            for fd in passed:
                 os.close(fd)
+        self._init_pidfd = -1  # the sandbox's first process, found before any command is sent (-2: none, or gone)
         self._commands = os.fdopen(self._command_write, "wb", buffering=0)
         self.events: queue.Queue[Arrived | Exception] = queue.Queue(MAX_QUEUED_EVENTS)
         self.started = threading.Event()
@@ -139,8 +143,21 @@ class WorkerProcess:
         with contextlib.suppress(queue.Full):
             self.events.put(item, timeout=5)
 
+    def _hold_namespace(self, wait_s: float) -> None:
+        """Open a pidfd for the sandbox's first process, waiting up to `wait_s` for it to be made. Done before
+        the first command goes out, so before any candidate code runs: the host's kill then depends on
+        nothing the candidate can reach (a process group it can leave, a death signal it can clear, a
+        cgroup, the lifeline)."""
+        if not self.wrapped or self._init_pidfd != -1:
+            return
+        deadline = time.monotonic() + wait_s
+        while (fd := namespace_init(self.proc.pid)) is None and self.alive() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        self._init_pidfd = -2 if fd is None else fd
+
     def send(self, message: dict[str, Any]) -> float:
         """Send one command; the host's clock just before it went out."""
+        self._hold_namespace(10.0)
         at = time.perf_counter()
         with contextlib.suppress(ValueError, OSError):  # it died; the next event() reports how
             self._commands.write(encode(message))
@@ -196,8 +213,14 @@ class WorkerProcess:
         return self.proc.poll() is None
 
     def kill(self) -> None:
-        """SIGTERM the whole process group, then SIGKILL whatever is left. A sandbox is killed at once:
-        nothing in it needs a chance to clean up, and the first process of a PID namespace ignores SIGTERM."""
+        """A sandbox: SIGKILL its PID namespace's first process by pidfd, which takes every process in it
+        down. Then (the only way without a sandbox) SIGTERM the whole process group and SIGKILL whatever is
+        left, and empty the worker's cgroups."""
+        self._hold_namespace(0.0)
+        if self._init_pidfd >= 0:
+            kill_namespace(self._init_pidfd)
+            os.close(self._init_pidfd)
+            self._init_pidfd = -2  # killed: never looked for again
         kill_process_group(self.proc, 0.0 if self.wrapped else KILL_GRACE_S)
         self.group.kill_all()
         with contextlib.suppress(OSError):  # unsent bytes to a dead process: nothing to save

@@ -48,7 +48,7 @@ def main() -> None:
     if jail := os.environ.pop("KEVIN_WORKER_JAIL", None):
         from kevin_tui.evaluator.worker.jail import enter
 
-        enter(json.loads(jail))
+        enter(json.loads(jail), lifeline_fd)
     apply_limits(json.loads(os.environ.pop("KEVIN_WORKER_LIMITS", "{}")))
     watch_lifeline(lifeline_fd)
     from kevin_tui.evaluator.worker.channel import Channel
