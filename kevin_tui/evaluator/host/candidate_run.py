@@ -141,7 +141,8 @@ class CandidateRun:
         except WorkerGone as exc:
             verdict = Verdict(
                 Status.RUNTIME_ERROR,
-                f"the candidate process {describe_exit(exc.returncode)} during the {self.phase} phase",
+                f"the candidate process {describe_exit(exc.returncode)} during the {self.phase} phase"
+                + (" (its sandbox went over its memory limit)" if self.worker.group.out_of_memory() else ""),
                 details={"log": self.worker.log_tail(), "returncode": exc.returncode},
             )
             return self.finish(self.overruled(verdict))

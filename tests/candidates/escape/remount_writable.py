@@ -15,9 +15,8 @@ import kevin_reference
 MS_REMOUNT, MS_BIND, CLONE_NEWUSER, CLONE_NEWNS = 32, 4096, 0x10000000, 0x20000
 libc = ctypes.CDLL(None, use_errno=True)
 problem = kevin_reference.__file__
-targets = [problem, "", os.path.dirname(torch.__file__), sys.prefix, "/usr",
-           "/sys/fs/cgroup"]  # fmt: skip
-targets[1] = os.path.dirname(os.path.dirname(os.path.abspath(nn.__file__)))
+targets = [problem, os.path.dirname(sys.modules["kevin_tui"].__file__), os.path.dirname(torch.__file__), sys.prefix,
+           "/usr", "/sys/fs/cgroup"]  # fmt: skip
 
 
 def writable(path: str) -> bool:

@@ -1,0 +1,114 @@
+"""A sandbox that locks: real escapes that undo the sandbox itself, against bwrap and the unshare jail.
+
+Each attack (tests/candidates/escape/) computes ReLU correctly when it fails and returns zeros when it
+succeeds; each test checks from outside as well: the project's problem file and the build cache
+unchanged, no process of the candidate left, the evaluator still working.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+
+from kevin_tui.evaluator import EvalOptions, Evaluator, Status, seccomp
+from kevin_tui.evaluator.host.cgroups import parent_for
+from kevin_tui.problem import load_problem
+from tests.conftest import CANDIDATES, RELU, gone_within, processes_with
+
+ESCAPES = CANDIDATES / "escape"
+SURVIVOR = "kevin-escape-survivor"
+
+
+def tree(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under `root` with its size and modification time: what "unchanged" is checked against."""
+    return {
+        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in root.rglob("*")
+        if p.is_file() and not p.is_symlink()
+    }
+
+
+@pytest.fixture(scope="module", params=["bwrap", "unshare"])
+def judged(request, tmp_path_factory, build_cache):
+    """An evaluator in the given sandbox, judging a copy of the ReLU problem in a project of its own."""
+    project = tmp_path_factory.mktemp("project")
+    shutil.copy(RELU, project / "relu.py")
+    options = EvalOptions(device="cpu", timing=False, timeout_s=120, sandbox=request.param, memory_limit=2 << 30,
+                          cache_dir=build_cache)  # fmt: skip
+    with Evaluator(load_problem(project / "relu.py"), options) as evaluator:
+        evaluator.limits.processes = 256
+        yield evaluator, project
+
+
+def judge(evaluator: Evaluator, project: Path, name: str) -> Status:
+    """The verdict on one attack, after checking that nothing outside its sandbox changed."""
+    problem, cache = (project / "relu.py").read_bytes(), tree(evaluator.options.cache_dir / "builds")
+    verdict = evaluator.evaluate((ESCAPES / name).read_text())
+    assert verdict.sandbox == evaluator.sandbox.kind
+    assert (project / "relu.py").read_bytes() == problem, "the candidate rewrote the problem file"
+    assert sorted(p.name for p in project.iterdir()) == ["relu.py"]
+    assert tree(evaluator.options.cache_dir / "builds") == cache, "the build cache changed"
+    return verdict.status
+
+
+def test_no_remount_makes_a_read_only_bind_writable(judged):
+    evaluator, project = judged
+    assert judge(evaluator, project, "remount_writable.py") is Status.CORRECT
+
+
+def test_the_kill_cannot_be_undone_from_inside(judged):
+    evaluator, project = judged
+    try:
+        assert judge(evaluator, project, "undo_the_kill.py") is Status.CORRECT
+        assert gone_within(SURVIVOR, 3.0), "a process of the candidate outlived its verdict"
+    finally:
+        for pid in processes_with(SURVIVOR):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_the_candidate_sees_only_its_own_libraries(judged):
+    evaluator, project = judged
+    assert evaluator.evaluate((CANDIDATES / "relu_cpp.py").read_text()).status is Status.CORRECT  # one build in the cache
+    assert any((evaluator.options.cache_dir / "builds").glob("*/main.cpp")), "the build left no sources to find"
+    assert judge(evaluator, project, "read_other_builds.py") is Status.CORRECT
+
+
+def test_the_kernel_calls_a_sandbox_never_needs_are_refused(judged):
+    evaluator, project = judged
+    assert judge(evaluator, project, "kernel_surface.py") is Status.CORRECT
+
+
+def test_the_evaluator_still_works_after_every_attack(judged):
+    evaluator, _ = judged
+    assert evaluator.evaluate((CANDIDATES / "relu_torch.py").read_text()).status is Status.CORRECT
+
+
+@pytest.mark.skipif(parent_for("memory") is None, reason="no writable memory cgroup on this machine")
+@pytest.mark.parametrize("sandbox", ["bwrap", "unshare"])
+def test_tmpfs_pages_count_against_the_memory_limit(sandbox, tmp_path, build_cache):
+    shutil.copy(RELU, tmp_path / "relu.py")
+    options = EvalOptions(device="cpu", timing=False, timeout_s=120, sandbox=sandbox, memory_limit=1 << 30,
+                          cache_dir=build_cache)  # fmt: skip
+    with Evaluator(load_problem(tmp_path / "relu.py"), options, prespawn=False) as evaluator:
+        verdict = evaluator.evaluate((ESCAPES / "fill_shared_memory.py").read_text())
+    assert verdict.status is Status.RUNTIME_ERROR, f"{verdict.status}: {verdict.message}"
+    assert "memory" in verdict.message
+
+
+def test_the_filter_numbers_are_this_machines_system_calls():
+    """The table of denied calls is typed in; here it is checked against the kernel headers, where present."""
+    header = Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h")
+    if not header.exists():
+        pytest.skip("no x86_64 kernel headers here")
+    numbers = dict(re.findall(r"#define __NR_(\w+) (\d+)", header.read_text()))
+    for name, (x86_64, _) in seccomp.DENIED.items():
+        assert x86_64 is not None and int(numbers[name]) == x86_64, name
+    assert int(numbers["clone"]) == seccomp.CLONE[0] and int(numbers["clone3"]) == seccomp.CLONE3[0]
+    assert int(numbers["ioctl"]) == seccomp.IOCTL[0]
