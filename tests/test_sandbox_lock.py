@@ -57,6 +57,12 @@ def judge(evaluator: Evaluator, project: Path, name: str) -> Status:
     return verdict.status
 
 
+def test_the_host_holds_every_sandbox_by_its_first_process(judged):
+    evaluator, _ = judged
+    evaluator.reference_ready()
+    assert evaluator.reference is not None and evaluator.reference.holds_namespace
+
+
 def test_no_remount_makes_a_read_only_bind_writable(judged):
     evaluator, project = judged
     assert judge(evaluator, project, "remount_writable.py") is Status.CORRECT
@@ -75,7 +81,8 @@ def test_the_kill_cannot_be_undone_from_inside(judged):
 
 def test_the_candidate_sees_only_its_own_libraries(judged):
     evaluator, project = judged
-    assert evaluator.evaluate((CANDIDATES / "relu_cpp.py").read_text()).status is Status.CORRECT  # one build in the cache
+    built = evaluator.evaluate((CANDIDATES / "relu_cpp.py").read_text())  # one build in the cache, loaded from a copy
+    assert built.status is Status.CORRECT, built.message
     assert any((evaluator.options.cache_dir / "builds").glob("*/main.cpp")), "the build left no sources to find"
     assert judge(evaluator, project, "read_other_builds.py") is Status.CORRECT
 

@@ -55,13 +55,11 @@ def given_dir(worker_scratch: Path) -> Path:
 
 
 def hand_out(library: Path, worker_scratch: Path) -> Path:
-    """Place a verified library where that worker can load it (a hard link, else a copy), in a directory
-    named like its build's, and return the path the worker is told."""
+    """Copy a verified library to where that worker can load it, in a directory named like its build's,
+    and return the path the worker is told. A copy, not a hard link: a link would change the cached
+    file's ctime, which the broker's tamper check watches."""
     target = given_dir(worker_scratch) / library.parent.name / library.name
     target.parent.mkdir(parents=True, exist_ok=True)
     if not target.exists():
-        try:
-            os.link(library, target)
-        except OSError:
-            shutil.copy2(library, target)
+        shutil.copyfile(library, target)
     return target

@@ -2,7 +2,9 @@
 
 Generated code runs only in these processes. Whatever it does (segfault, os._exit, an endless loop,
 children of its own, garbage on the event pipe), the host gets a validated event, a `WorkerGone`, a
-`WorkerTimeout` or a `ProtocolViolation`, and `kill()` takes everything the worker started down.
+`WorkerTimeout` or a `ProtocolViolation`, and `kill()` takes everything the worker started down: in a
+sandbox, by killing the first process of its PID namespace through a pidfd the host opened before
+any candidate code ran, which nothing inside can undo.
 Each event is stamped with the host's clock when it arrives, which is what timing checks rely on.
 """
 
@@ -154,6 +156,11 @@ class WorkerProcess:
         while (fd := namespace_init(self.proc.pid)) is None and self.alive() and time.monotonic() < deadline:
             time.sleep(0.005)
         self._init_pidfd = -2 if fd is None else fd
+
+    @property
+    def holds_namespace(self) -> bool:
+        """True while the host holds a pidfd for this sandbox's first process (its kill needs nothing else)."""
+        return self._init_pidfd >= 0
 
     def send(self, message: dict[str, Any]) -> float:
         """Send one command; the host's clock just before it went out."""
