@@ -12,12 +12,15 @@ import os
 import re
 import shutil
 import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status, seccomp
-from kevin_tui.evaluator.host.cgroups import parent_for
+from kevin_tui.evaluator.host.cgroups import ResourceGroup, parent_for, sweep_orphans
 from kevin_tui.problem import load_problem
 from tests.conftest import CANDIDATES, RELU, gone_within, processes_with
 
@@ -92,6 +95,13 @@ def test_the_kernel_calls_a_sandbox_never_needs_are_refused(judged):
     assert judge(evaluator, project, "kernel_surface.py") is Status.CORRECT
 
 
+def test_the_first_process_of_the_namespace_cannot_be_rewritten(judged):
+    evaluator, project = judged
+    if evaluator.sandbox.kind == "bwrap":
+        pytest.xfail("bwrap's own init is dumpable: see the README's 'does not prevent' (host death only)")
+    assert judge(evaluator, project, "rewrite_pid_one.py") is Status.CORRECT
+
+
 def test_the_evaluator_still_works_after_every_attack(judged):
     evaluator, _ = judged
     assert evaluator.evaluate((CANDIDATES / "relu_torch.py").read_text()).status is Status.CORRECT
@@ -107,6 +117,34 @@ def test_tmpfs_pages_count_against_the_memory_limit(sandbox, tmp_path, build_cac
         verdict = evaluator.evaluate((ESCAPES / "fill_shared_memory.py").read_text())
     assert verdict.status is Status.RUNTIME_ERROR, f"{verdict.status}: {verdict.message}"
     assert "memory" in verdict.message
+
+
+@pytest.mark.skipif(parent_for("pids") is None, reason="no writable pids cgroup on this machine")
+def test_what_a_dead_kevin_tui_left_in_its_cgroups_is_killed_by_the_next_one(tmp_path):
+    """A host SIGKILLed while one of its sandboxes outlives it: the next evaluator's sweep kills what is left."""
+    pid_file, groups_file = tmp_path / "leftover", tmp_path / "groups"
+    owner = (
+        "import subprocess, sys\n"
+        "from kevin_tui.evaluator.host.cgroups import ResourceGroup\n"
+        "group = ResourceGroup(64, 1 << 30)\n"
+        "child = subprocess.Popen(group.wrap([sys.executable, '-c', 'import time; time.sleep(600)  # kevin-leftover']),"
+        " start_new_session=True)\n"
+        f"open({str(groups_file)!r}, 'w').write('\\n'.join(map(str, group.paths)))\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+    )
+    subprocess.run([sys.executable, "-c", owner], check=True, cwd=Path(__file__).parents[1], timeout=60)
+    leftover, groups = int(pid_file.read_text()), [Path(p) for p in groups_file.read_text().split()]
+    try:
+        assert processes_with("kevin-leftover") == [leftover] and all(g.exists() for g in groups)  # owner gone, not it
+        sweep_orphans()
+        deadline = time.monotonic() + 5
+        while processes_with("kevin-leftover") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not processes_with("kevin-leftover")
+        assert not any(g.exists() for g in groups)
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(leftover, signal.SIGKILL)
 
 
 def test_the_filter_numbers_are_this_machines_system_calls():

@@ -66,7 +66,7 @@ class ResourceGroup:
 
     def __init__(self, processes: int, memory: int) -> None:
         self.paths: list[Path] = []
-        name = f"kevin-tui-{os.getpid()}-{secrets.token_hex(4)}"
+        name = f"{_prefix()}{os.getpid()}-{secrets.token_hex(4)}"
         made: dict[Path, Path] = {}  # parent -> group (v2: one group holds both controllers)
         for controller, value in (("pids", processes), ("memory", memory)):
             parent = parent_for(controller)
@@ -104,16 +104,53 @@ class ResourceGroup:
 
     def kill_all(self) -> None:
         for path in self.paths:
-            for _ in range(50):
-                try:
-                    pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
-                except OSError:
-                    break
-                if not pids:
-                    break
-                for pid in pids:
-                    with contextlib.suppress(OSError):
-                        os.kill(pid, signal.SIGKILL)
-                time.sleep(0.02)
+            empty(path)
+
+
+def empty(group: Path) -> None:
+    """SIGKILL every process in `group` until none is left, then remove the group."""
+    for _ in range(50):
+        try:
+            pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
+        except OSError:
+            break
+        if not pids:
+            break
+        for pid in pids:
             with contextlib.suppress(OSError):
-                path.rmdir()
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
+    with contextlib.suppress(OSError):
+        group.rmdir()
+
+
+def _prefix() -> str:
+    """kevin-tui-<our PID namespace>-: the owner's pid in a group's name means something only there."""
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        namespace = 0
+    return f"kevin-tui-{namespace}-"
+
+
+def _owner_alive(group: Path) -> bool:
+    """The kevin-tui process named in a group's name still runs (or cannot be told)."""
+    try:
+        os.kill(int(group.name.split("-")[3]), 0)
+    except (IndexError, ValueError, PermissionError):
+        return True
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def sweep_orphans() -> None:
+    """Kill what is left in the groups of a kevin-tui of this PID namespace that died without emptying them
+    (SIGKILLed, say, with a sandbox whose first process a candidate kept alive), and remove those groups."""
+    for controller in LIMIT_FILES:
+        parent = parent_for(controller)
+        if parent is None:
+            continue
+        for path in parent.path.glob(f"{_prefix()}*"):
+            if path.is_dir() and not _owner_alive(path):
+                empty(path)

@@ -13,6 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from kevin_tui.evaluator.host.cgroups import sweep_orphans
 from kevin_tui.processes import process_start
 
 PREFIX = "kevin-eval-"
@@ -20,8 +21,10 @@ OWNER_FILE = ".owner"
 
 
 def make_scratch() -> Path:
-    """A fresh scratch directory stamped with its owner; stale ones from dead owners are swept first."""
+    """A fresh scratch directory stamped with its owner; stale ones from dead owners are swept first, and
+    so are the cgroups (and any process still in them) of a dead kevin-tui."""
     sweep_stale(Path(tempfile.gettempdir()))
+    sweep_orphans()
     scratch = Path(tempfile.mkdtemp(prefix=PREFIX))
     (scratch / OWNER_FILE).write_text(f"{os.getpid()} {process_start(os.getpid())}\n")
     return scratch

@@ -31,7 +31,7 @@ MOUNT_ATTR_RDONLY = 0x1
 SYS_MOUNT_SETATTR = 442
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
-PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 4, 24, 47, 4
 CAPABILITY_VERSION_3 = 0x20080522
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 
@@ -130,7 +130,10 @@ def _supervise(worker: int, lifeline: int | None) -> NoReturn:
     """The PID namespace's first process, which candidate code never runs in: the host kills the sandbox
     by killing it (the kernel then kills every process of the namespace), `unshare --kill-child` gives it
     the death signal, and it watches the lifeline itself. It exits with the worker's status (as 128 +
-    signal when killed), holding no descriptor but the lifeline, so the host sees the worker's pipes close."""
+    signal when killed), holding no descriptor but the lifeline, so the host sees the worker's pipes close.
+    Not dumpable, so the worker (same user, no capabilities) cannot open its /proc/1/mem to rewrite it."""
+    zero = ctypes.c_ulong(0)
+    _check(_libc.prctl(PR_SET_DUMPABLE, zero, zero, zero, zero), "not dumpable")
     keep = sorted({0, 1, 2} | ({lifeline} if lifeline is not None else set()))
     for low, high in zip(keep, [*keep[1:], os.sysconf("SC_OPEN_MAX")], strict=True):
         os.closerange(low + 1, high)
