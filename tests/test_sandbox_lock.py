@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status, seccomp
-from kevin_tui.evaluator.host.cgroups import ResourceGroup, parent_for, sweep_orphans
+from kevin_tui.evaluator.host.cgroups import parent_for, sweep_orphans
 from kevin_tui.problem import load_problem
 from tests.conftest import CANDIDATES, RELU, gone_within, processes_with
 
