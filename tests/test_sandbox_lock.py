@@ -97,8 +97,6 @@ def test_the_kernel_calls_a_sandbox_never_needs_are_refused(judged):
 
 def test_the_first_process_of_the_namespace_cannot_be_rewritten(judged):
     evaluator, project = judged
-    if evaluator.sandbox.kind == "bwrap":
-        pytest.xfail("bwrap's own init is dumpable: see the README's 'does not prevent' (host death only)")
     assert judge(evaluator, project, "rewrite_pid_one.py") is Status.CORRECT
 
 

@@ -186,7 +186,9 @@ def bwrap_command(argv: list[str], binds: list[Bind], chdir: str, seccomp_fd: in
     # As root, bwrap skips the user namespace unless told, and the kernel exempts root from the process
     # limit outside one: ask for it explicitly then.
     user = ["--unshare-user"] if os.geteuid() == 0 else []
-    command = ["bwrap", "--unshare-all", *user, "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+    # --as-pid-1: the worker starts as the namespace's first process and leaves its own supervisor there
+    # (worker/supervisor.py), which, unlike bwrap's reaper, candidate code cannot write into.
+    command = ["bwrap", "--unshare-all", *user, "--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL",
                "--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--dir", SANDBOX_HOME, "--proc", "/proc",
                "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/dev/shm"]  # fmt: skip
     if seccomp_fd is not None:

@@ -16,10 +16,8 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
-import select
-import signal
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from kevin_tui.evaluator import seccomp
 
@@ -31,7 +29,7 @@ MOUNT_ATTR_RDONLY = 0x1
 SYS_MOUNT_SETATTR = 442
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
-PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 4, 24, 47, 4
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
 CAPABILITY_VERSION_3 = 0x20080522
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 
@@ -82,10 +80,8 @@ def _placeholder(source: str, target: str) -> None:
             open(target, "w").close()
 
 
-def enter(spec: dict[str, Any], lifeline: int | None = None) -> None:
-    """Build the new root described by `spec` (from the host's sandbox), move into it, lock it, and
-    leave this process behind as the namespace's first process (see `_supervise`); only the worker,
-    its child, returns."""
+def enter(spec: dict[str, Any]) -> None:
+    """Build the new root described by `spec` (from the host's sandbox), move into it and lock it."""
     root = spec["new_root"]
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64m")
@@ -121,43 +117,6 @@ def enter(spec: dict[str, Any], lifeline: int | None = None) -> None:
     _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
     os.chdir(spec["chdir"])
     lock()
-    worker = os.fork()
-    if worker != 0:
-        _supervise(worker, lifeline)
-
-
-def _supervise(worker: int, lifeline: int | None) -> NoReturn:
-    """The PID namespace's first process, which candidate code never runs in: the host kills the sandbox
-    by killing it (the kernel then kills every process of the namespace), `unshare --kill-child` gives it
-    the death signal, and it watches the lifeline itself. It exits with the worker's status (as 128 +
-    signal when killed), holding no descriptor but the lifeline, so the host sees the worker's pipes close.
-    Not dumpable, so the worker (same user, no capabilities) cannot open its /proc/1/mem to rewrite it."""
-    zero = ctypes.c_ulong(0)
-    _check(_libc.prctl(PR_SET_DUMPABLE, zero, zero, zero, zero), "not dumpable")
-    keep = sorted({0, 1, 2} | ({lifeline} if lifeline is not None else set()))
-    for low, high in zip(keep, [*keep[1:], os.sysconf("SC_OPEN_MAX")], strict=True):
-        os.closerange(low + 1, high)
-    woken, wake = os.pipe()
-    os.set_blocking(wake, False)
-    signal.set_wakeup_fd(wake)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    watched = [woken] + ([lifeline] if lifeline is not None else [])
-    while True:
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                os._exit(1)
-            if pid == 0:
-                break
-            if pid == worker:
-                code = os.waitstatus_to_exitcode(status)
-                os._exit(128 - code if code < 0 else code)
-        ready, _, _ = select.select(watched, [], [])
-        if woken in ready:
-            os.read(woken, 512)
-        if lifeline in ready and not os.read(lifeline, 1):
-            os._exit(128 + signal.SIGKILL)  # the host is gone: this exit takes the namespace down
 
 
 class _CapHeader(ctypes.Structure):
