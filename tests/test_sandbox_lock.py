@@ -39,10 +39,11 @@ def tree(root: Path) -> dict[str, tuple[int, int]]:
 
 @pytest.fixture(scope="module", params=["bwrap", "unshare"])
 def judged(request, tmp_path_factory, build_cache):
-    """An evaluator in the given sandbox, judging a copy of the ReLU problem in a project of its own."""
+    """An evaluator in the given sandbox, judging a copy of the ReLU problem in a project of its own (4 GiB: the
+    memory limit covers a whole sandbox now, and the builder's compiler needs about 2)."""
     project = tmp_path_factory.mktemp("project")
     shutil.copy(RELU, project / "relu.py")
-    options = EvalOptions(device="cpu", timing=False, timeout_s=120, sandbox=request.param, memory_limit=2 << 30,
+    options = EvalOptions(device="cpu", timing=False, timeout_s=120, sandbox=request.param, memory_limit=4 << 30,
                           cache_dir=build_cache)  # fmt: skip
     with Evaluator(load_problem(project / "relu.py"), options) as evaluator:
         evaluator.limits.processes = 256
