@@ -64,7 +64,7 @@ def program(machine: str | None = None) -> bytes:
     if machine not in ARCHES:
         raise SeccompError(f"no system-call filter for {machine}")
     column, audit_arch = ARCHES[machine]
-    denied = sorted({numbers[column] for numbers in DENIED.values() if numbers[column] is not None})
+    denied = sorted({number for numbers in DENIED.values() if (number := numbers[column]) is not None})
     # Instructions (code, jump-if-true, jump-if-false, k), where a jump names a label; a str is a label.
     code: list[str | tuple[int, str | int, str | int, int]] = [
         (BPF_LD_W_ABS, 0, 0, OFFSET_ARCH),
