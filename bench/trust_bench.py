@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -90,7 +91,17 @@ def baseline(args: argparse.Namespace) -> None:
 
 
 def sandbox_cost(args: argparse.Namespace) -> None:
-    from kevin_tui.evaluator.host.sandbox import Bind, Sandbox, choose, package_root, system_binds, worker_env
+    from kevin_tui.evaluator.host.cgroups import ResourceGroup
+    from kevin_tui.evaluator.host.sandbox import (
+        Bind,
+        Limits,
+        Sandbox,
+        choose,
+        package_root,
+        seccomp_memfd,
+        system_binds,
+        worker_env,
+    )
 
     kinds = ["off", "bwrap", "unshare"]
     for kind in kinds[1:]:
@@ -109,8 +120,15 @@ def sandbox_cost(args: argparse.Namespace) -> None:
                     argv = [sys.executable, "-c", "import json, os; from kevin_tui.evaluator.worker.jail import enter; "
                             "enter(json.loads(os.environ['KEVIN_WORKER_JAIL']))"]  # fmt: skip
                     env["KEVIN_WORKER_JAIL"] = json.dumps(spec)
-                started = time.perf_counter()
-                subprocess.run(sandbox.command(argv, binds, scratch), env=env, check=True, stdin=subprocess.DEVNULL)
+                started = time.perf_counter()  # what a worker start does: its cgroups, its filter, the sandbox
+                group = ResourceGroup(Limits().processes, Limits().memory)
+                filter_fd = seccomp_memfd() if kind == "bwrap" else None
+                command = group.wrap(sandbox.command(argv, binds, scratch, filter_fd))
+                passed = () if filter_fd is None else (filter_fd,)
+                subprocess.run(command, env=env, check=True, stdin=subprocess.DEVNULL, pass_fds=passed)
+                group.kill_all()
+                if filter_fd is not None:
+                    os.close(filter_fd)
                 starts[kind].append(time.perf_counter() - started)
                 env.pop("KEVIN_WORKER_JAIL", None)
     bare = statistics.median(starts["off"])

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from kevin_tui.evaluator.compiler_output import demangle
 from kevin_tui.evaluator.host.builds import BuildRecord
+from kevin_tui.evaluator.host.scratch import given_dir, hand_out
 from kevin_tui.evaluator.host.speed_of_light import impossible
 from kevin_tui.evaluator.host.timing import (
     Round,
@@ -140,7 +141,8 @@ class CandidateRun:
         except WorkerGone as exc:
             verdict = Verdict(
                 Status.RUNTIME_ERROR,
-                f"the candidate process {describe_exit(exc.returncode)} during the {self.phase} phase",
+                f"the candidate process {describe_exit(exc.returncode)} during the {self.phase} phase"
+                + (" (its sandbox went over its memory limit)" if self.worker.group.out_of_memory() else ""),
                 details={"log": self.worker.log_tail(), "returncode": exc.returncode},
             )
             return self.finish(self.overruled(verdict))
@@ -264,7 +266,7 @@ class CandidateRun:
         init.write_bytes(Path(ready["init_path"]).read_bytes())
         self.worker.send({
             "cmd": "load", "candidate_path": str(self.scratch / "candidate.py"),
-            "problem_path": str(self.evaluator.problem.path.resolve()), "device": ready["device"],
+            "problem_path": str(given_dir(self.scratch) / self.evaluator.problem.path.name), "device": ready["device"],
             "init_path": str(init), "init_seed": self.evaluator.init_seed, "threads": ready["threads"],
             "scratch": str(self.scratch), "mutates_inputs": ready["mutates_inputs"],
         })  # fmt: skip
@@ -281,7 +283,8 @@ class CandidateRun:
         """The library built but did not load (an undefined symbol, usually): say which, readably."""
         for record in reversed(self.builds):
             if record.name == name:
-                text = demangle(message.replace(record.directory + "/", ""))
+                handed = given_dir(self.scratch) / Path(record.directory).name
+                text = demangle(message.replace(record.directory + "/", "").replace(f"{handed}/", ""))
                 record.loaded, record.message = False, text
                 record.compiler_errors = [{"file": None, "line": None, "message": text}]
                 return
@@ -300,7 +303,7 @@ class CandidateRun:
         self.builds.append(record)
         answer = {"cmd": "build_result", "ok": record.ok, "message": record.message, "uses_cuda": record.uses_cuda}
         if record.ok:
-            answer["path"] = str(Path(record.directory) / f"{record.name}.so")
+            answer["path"] = str(hand_out(Path(record.directory) / f"{record.name}.so", self.scratch))
             record.loaded = True
         self.worker.send(answer)
 
