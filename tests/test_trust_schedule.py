@@ -22,10 +22,12 @@ TRUST3 = CANDIDATES / "trust3"
 FORGED = 2.0  # every candidate here is, in truth, at most as fast as the reference
 
 ATTACKS = {  # name: (problem, the statuses it may get; None: any, but `correct` only at its real speed)
-    "on_demand_output": ("matmul_256.py", {Status.INCORRECT, Status.REJECTED}),
-    "incremental_update": ("matmul_1024.py", None),
-    "samples_into_control": ("matmul_256.py", None),
-    "more_threads": ("matmul_256.py", {Status.REJECTED}),
+    "on_demand_output": (PROBLEMS / "matmul_256.py", {Status.INCORRECT, Status.REJECTED}),
+    "incremental_update": (PROBLEMS / "matmul_1024.py", None),
+    "samples_into_control": (PROBLEMS / "matmul_256.py", None),
+    "more_threads": (PROBLEMS / "matmul_256.py", {Status.REJECTED}),
+    "alias_rebound": (KERNELBENCH / "level1" / "19_ReLU.py", {Status.INCORRECT, Status.REJECTED}),
+    "reused_buffer_in_timing": (KERNELBENCH / "level1" / "19_ReLU.py", {Status.INCORRECT}),
 }
 HONEST = {  # name: (problem, evaluation options)
     "honest_matmul": (PROBLEMS / "matmul_256.py", {}),
@@ -44,7 +46,7 @@ def evaluate(problem, source: str, build_cache, **options):
 @pytest.mark.parametrize("name", sorted(ATTACKS))
 def test_an_attack_on_the_schedule_or_the_clock_gets_no_forged_speed(build_cache, name):
     problem, expected = ATTACKS[name]
-    verdict = evaluate(PROBLEMS / problem, (TRUST3 / f"{name}.py").read_text(), build_cache)
+    verdict = evaluate(problem, (TRUST3 / f"{name}.py").read_text(), build_cache)
     if expected is not None:
         assert verdict.status in expected, f"{name}: {verdict.status} {verdict.message}"
     if verdict.status is Status.CORRECT:
