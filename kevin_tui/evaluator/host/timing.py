@@ -45,9 +45,7 @@ MIN_PROCESS_BIAS = 0.2
 # A candidate's processes may use this many times the CPU time its thread count allows over a round before
 # the verdict says so (its own threads are allowed; more cores than the reference had is worth knowing).
 CPU_SHARE_WARNING = 1.5
-# The overhead subtracted from a side's host time is at most this share of it: on a busy machine the
-# reference's loop overhead can exceed a short kernel's whole round, and a time near zero means nothing.
-MAX_OVERHEAD_SHARE = 0.95
+LEAST_MS = 1e-9
 
 
 @dataclass
@@ -117,7 +115,7 @@ class Side:
 
     def host_ms(self, overhead_ms: float) -> list[float]:
         """Per round: the host's time per call, less the reference's own loop overhead."""
-        return [max(r.host_per_call_ms - overhead_ms, (1 - MAX_OVERHEAD_SHARE) * r.host_per_call_ms)
+        return [max(r.host_per_call_ms - overhead_ms, min(r.reported_ms / r.calls, r.host_per_call_ms), LEAST_MS)
                 for r in self.rounds]  # fmt: skip
 
     def timings(self, device: str) -> dict[str, Timing]:
@@ -136,10 +134,12 @@ def loop_overhead(reference: Side, picks: list[int] | None = None) -> float:
 
 
 def per_call_ms(side: Side, overhead_ms: float, picks: list[int] | None = None) -> float:
-    """A side's time per call on the host's clock (median round), less the reference loop's overhead."""
+    """A side's time per call on the host's clock (median round), less the reference loop's overhead; never
+    below what the side itself reported (capped at what the host saw). On a busy machine the overhead can
+    swallow a short kernel's whole time; the side's own figure can only raise its time, never lower it."""
     rounds = side.rounds if picks is None else [side.rounds[i] for i in picks]
     host = statistics.median(r.host_per_call_ms for r in rounds)
-    return max(host - overhead_ms, (1 - MAX_OVERHEAD_SHARE) * host)
+    return max(host - overhead_ms, min(statistics.median(r.reported_ms / r.calls for r in rounds), host), LEAST_MS)
 
 
 @dataclass
