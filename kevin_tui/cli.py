@@ -21,17 +21,19 @@ from kevin_tui.arguments import (
     build_parser,
     build_report_parser,
     check_spec,
+    eval_options,
     module_spec,
+    prompts_of,
     run_config,
 )
 from kevin_tui.config import Settings, load_settings
 from kevin_tui.errors import EXIT_USAGE, KevinError
 from kevin_tui.evaluator import EnvironmentProblem, Evaluator
-from kevin_tui.evaluator.cli_options import options_from
 from kevin_tui.evaluator.report import render
 from kevin_tui.evaluator.verdict import EXIT_CANNOT_EVALUATE_HERE, EXIT_OTHER, Status
 from kevin_tui.problem import load_problem
-from kevin_tui.repo import AcceptInfo, GitProblem, KernelRepo, accept_beside
+from kevin_tui.protocol.templates import PROJECT_DIR
+from kevin_tui.repo import GitProblem, KernelRepo
 from kevin_tui.session import find_session, load_session
 from kevin_tui.usermodel.specs import ModelSpec
 
@@ -49,7 +51,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
             print(f"\r\033[K{phase}… {detail}", end="", file=sys.stderr, flush=True)
 
     try:
-        with Evaluator(problem, options_from(args, settings.peaks), on_progress=progress, prespawn=False) as evaluator:
+        with Evaluator(problem, eval_options(args, settings), on_progress=progress, prespawn=False) as evaluator:
             verdict = evaluator.evaluate(source)
     except EnvironmentProblem as exc:
         print(f"\nkevin-tui: cannot evaluate here: {exc}", file=sys.stderr)
@@ -59,22 +61,23 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     output = verdict.to_dict()
     code = verdict.exit_code
     if args.accept:
-        if verdict.status is Status.CORRECT:
-            info = AcceptInfo(
-                module=problem.path.stem,
-                speedup=verdict.speedup,
-                speedup_compile=verdict.speedup_compile,
+        from kevin_tui.driver import AcceptRequest, accept_kernel
+
+        result = accept_kernel(
+            AcceptRequest(
+                problem=problem.path, code=source, what=Path(args.candidate).name, status=verdict.status.value,
+                speedup=verdict.speedup, speedup_compile=verdict.speedup_compile,
                 device=verdict.details.get("environment", {}).get("gpu") or verdict.device,
+                slower_ok=args.accept_slower, git_init=args.git_init, git=not args.no_git, name=args.kernel_name,
             )
-            try:
-                accepted = accept_beside(problem.path, source, info, args.kernel_name, not args.no_git, args.git_init)
-                output["accepted"] = {"path": str(accepted.path), "commit": accepted.commit,
-                                      "summary": accepted.summary()}  # fmt: skip
-            except GitProblem as exc:
-                output["accepted"] = {"error": str(exc)}
-                code = EXIT_OTHER
+        )  # fmt: skip
+        if (accepted := result.accepted) is not None:
+            output["accepted"] = {"path": str(accepted.path), "commit": accepted.commit,
+                                  "summary": accepted.summary()}  # fmt: skip
         else:
-            output["accepted"] = {"error": f"not accepted: the verdict is {verdict.status.value}"}
+            output["accepted"] = {"error": result.outcome.without_dialog}
+            if verdict.status is Status.CORRECT:
+                code = EXIT_OTHER
     if args.json:
         print(json.dumps(output))
     else:
@@ -98,8 +101,8 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
 
     problem = load_problem(args.problem)
     config = backend_config(args)
-    config.resolved_backend()  # no model here: say so at once
-    return ask_once(problem, config, args.budget, args.prompts, args.save)
+    config.resolve()  # no model here: say so at once
+    return ask_once(problem, config, args.budget, prompts_of(args), args.save)
 
 
 def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
@@ -109,7 +112,7 @@ def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
         print("kevin-tui: optimize needs a problem file, a module of yours (FILE.py:Class) or --resume",
               file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
-    config.backend.resolved_backend()  # no GPU and no server: said now, not after a model start
+    config.backend.resolve()  # no GPU and no server: said now, not after a model start
     if config.problem.resume:
         find_session(config.problem.sessions_dir, config.problem.resume)
     else:
@@ -119,6 +122,7 @@ def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
             path, said = make_problem(module, config.problem.evaluation.device, args.problems_dir)
             print(f"kevin-tui: {said}", file=sys.stderr)
             config = replace(config, problem=replace(config.problem, problem=path))
+        assert config.problem.problem is not None  # given, or just made from the module
         load_problem(config.problem.problem)  # its shape, from the syntax tree; it runs inside the app
     if args.headless:
         import asyncio
@@ -205,8 +209,8 @@ def cmd_batch(args: argparse.Namespace, settings: Settings) -> int:
     if not args.resume and not args.problems:
         print("kevin-tui: batch needs problem files (or --resume RUN)", file=sys.stderr)
         return EXIT_USAGE
-    config = batch_config(args)
-    config.backend.resolved_backend()  # no GPU and no server: said now, before anything starts
+    config = batch_config(args, settings)
+    config.backend.resolve()  # no GPU and no server: said now, before anything starts
     return asyncio.run(run_batch_command(config))
 
 
@@ -235,10 +239,25 @@ def cmd_cache(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_prompts(args: argparse.Namespace, settings: Settings) -> int:
+    from kevin_tui.protocol.templates import export_templates
+
+    written, kept = export_templates(args.directory, args.template_set)
+    for path in written:
+        print(f"wrote {path}")
+    for path in kept:
+        print(f"kept {path} (it was there already; remove it to get the shipped text)")
+    if args.directory.resolve() == (Path.cwd() / PROJECT_DIR).resolve():
+        print(f"kevin-tui uses ./{PROJECT_DIR}/ when run from {Path.cwd()} (--prompts names others)")
+    else:
+        print(f'use them with --prompts {args.directory}, or `prompts = "{args.directory}"` in kevin-tui.toml')
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "demo": cmd_demo, "eval": cmd_eval, "ask": cmd_ask, "optimize": cmd_optimize, "replay": cmd_replay,
     "sessions": cmd_sessions, "undo": cmd_undo, "cache": cmd_cache, "batch": cmd_batch,
-    "batch-report": cmd_batch_report, "profile": cmd_profile, "apply": cmd_apply,
+    "batch-report": cmd_batch_report, "profile": cmd_profile, "apply": cmd_apply, "prompts": cmd_prompts,
 }  # fmt: skip
 
 

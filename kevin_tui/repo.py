@@ -17,11 +17,13 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kevin_tui import kernelbench
 from kevin_tui.errors import KevinError
 from kevin_tui.problem import problem_origin
 
@@ -97,8 +99,10 @@ def _git():
 
 
 def kernel_path_for(problem_path: Path, name: str | None = None) -> Path:
-    """Where the accepted kernel goes: beside the module, `<module>_kernel.py` unless named."""
-    return problem_path.parent / (name or f"{problem_path.stem}_kernel.py")
+    """Where the accepted kernel goes: beside the module, `<module>_kernel.py` unless named; for a
+    problem shipped inside kevin-tui (`kernelbench:...`), in the current directory instead."""
+    directory = Path.cwd() if kernelbench.is_shipped(problem_path) else problem_path.parent
+    return directory / (name or f"{problem_path.stem}_kernel.py")
 
 
 def _speed(info: AcceptInfo) -> str:
@@ -224,7 +228,7 @@ class KernelRepo:
 
     # -- accept and undo --------------------------------------------------
 
-    def accept_kernel(self, path: Path, source: str, info: AcceptInfo, found: list[Path] = ()) -> Accepted:
+    def accept_kernel(self, path: Path, source: str, info: AcceptInfo, found: Sequence[Path] = ()) -> Accepted:
         """Write the candidate (with its header) to `path` and commit that file, and those of `found`
         that differ from HEAD as they are on disk."""
         relative = self.relative(path)
@@ -232,7 +236,7 @@ class KernelRepo:
         message = commit_message(info, relative, tuple(self.relative(f) for f in with_files))
         return self.commit_files({path: kernel_file_text(source, info)}, with_files, message)
 
-    def changed(self, paths: list[Path]) -> list[Path]:
+    def changed(self, paths: Sequence[Path]) -> list[Path]:
         """Those of `paths` whose content on disk is not what HEAD holds (untracked ones included)."""
         head = self._head()
         found = []
@@ -308,7 +312,7 @@ class KernelRepo:
         by kevin-tui) removed, or (found on disk) left there, untracked again."""
         path = self.root / relative
         before = self._run("ls-tree", parent, "--", relative).split() if parent else []
-        if before:
+        if parent and before:
             mode, blob = before[0], before[2]
             if not keep:
                 path.write_bytes(self.repo.odb.stream(bytes.fromhex(blob)).read())

@@ -403,8 +403,9 @@ class CandidateRun:
         return self.speed_verdict(results, device, leftover_cpu, secret.getrandbits(62))
 
     def reference_round(self, side: str, number: int, calls: int, seed: int) -> Round:
-        worker = self.evaluator.reference
-        sent = worker.send({"cmd": "round", "side": side, "round": number, "calls": calls, "seed": seed})
+        sent = self.evaluator.tell_reference(
+            {"cmd": "round", "side": side, "round": number, "calls": calls, "seed": seed}
+        )
         arrived = self.evaluator.await_reference("round_done")
         return _round(arrived.event, sent, arrived.at, number, calls, "reference")
 

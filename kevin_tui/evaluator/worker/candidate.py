@@ -57,6 +57,7 @@ class CandidateRun:
 
     def untouched(self, leftover: LeftoverGuard | None, when: str) -> None:
         """Fail as `rejected` if a watched function was replaced or work was left running."""
+        assert self.identity is not None, "the candidate is loaded first"
         if replaced := self.identity.replaced():
             raise Failure("rejected", f"the candidate replaced {', '.join(replaced[:4])} ({when})")
         if leftover is not None and (left := leftover.leftovers()):
@@ -168,7 +169,9 @@ class CandidateRun:
                 raise Failure("format_error", why)
             self.first_args = common.clone(args)
         leftover = LeftoverGuard()
-        outputs, found, first = {}, [], None
+        outputs: dict[str, Any] = {}
+        found: list[str] = []
+        first: tuple[Any, Any] | None = None  # the first call's live output and its copy
         for order in ("before", "after"):
             given = common.clone(args)
             label = f"forward (trial {index + 1}, {order} the reference)"
@@ -186,6 +189,7 @@ class CandidateRun:
                 with torch.no_grad():
                     self.reference(*common.clone(args))
                 common.synchronize(self.device)
+        assert first is not None
         if self.previous_args is not None:  # a call on other inputs must leave this call's output alone
             self.forward(common.clone(self.previous_args), f"forward (trial {index + 1}, on earlier inputs)")
             if not common.same_values(*first):
@@ -211,18 +215,20 @@ class CandidateRun:
         if (threads := torch.get_num_threads()) != self.request["threads"]:
             raise Failure("rejected", f"the candidate changed torch's thread count to {threads} "
                           f"(the reference runs with {self.request['threads']})")  # fmt: skip
+        timer = self.timer
+        assert timer is not None, "the host sends pool before the first round"
         leftover = LeftoverGuard()
         path = self.scratch / f"round-{command['round']}.kt"
         samples, synced = self.guarded(
-            "timing forward", lambda: self.timer.round(command["calls"], command["seed"], path, command["control"])
+            "timing forward", lambda: timer.round(command["calls"], command["seed"], path, command["control"])
         )
         if command["control"]:
             path.unlink()
         self.channel.emit("round_done", round=command["round"], samples_ms=samples, synced_ms=synced,
                           path=None if command["control"] else str(path))  # fmt: skip
         self.untouched(leftover, f"timing round {command['round']}")
-        if self.timer.shared_memory and not self.request["output_aliases"]:
-            shared = self.timer.shared_memory
+        if timer.shared_memory and not self.request["output_aliases"]:
+            shared = timer.shared_memory
             raise Failure("incorrect", f"in timing round {command['round']}, {shared} output(s) shared memory "
                           "with their call's inputs, which the reference's output never does")  # fmt: skip
 

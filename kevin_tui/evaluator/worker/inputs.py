@@ -58,6 +58,7 @@ class Mixer:
     def positions(self, generator: Any) -> Any:
         import torch
 
+        assert self.index is not None, "positions are picked only where the samples differ"
         picks = self.index[torch.randint(0, self.index.numel(), (self.count,), generator=generator)]
         if self.side is not None:
             rows, cols = picks // self.side, picks % self.side
@@ -210,7 +211,7 @@ class Pool:
             return [None] * calls
         rng = random.Random(seed)
         size = len(self.entries)
-        plan = []
+        plan: list[tuple[int, int, int] | None] = []
         for _ in range(calls):
             first, second = rng.sample(range(size), 2) if size >= 2 else (0, 0)
             plan.append((first, second, rng.randrange(1 << 30)))
@@ -221,7 +222,7 @@ class Pool:
         stays with that call)."""
         from kevin_tui.evaluator.worker.common import to_device
 
-        if not self.mixing:
+        if not self.mixing or plan is None:
             return to_device(sample(self.get_inputs, (seed + call * 7919) % (1 << 62)), self.device)
         first, second, offset = plan
         out = []
