@@ -2,7 +2,7 @@
 are over.
 
 The trials check that a call's output stays valid after the next call; this candidate allocates a
-fresh output for its first 60 calls (the trials) and then writes every answer into the same buffer,
+fresh output for its first 25 calls (the trials: 7 of them, two or three calls each) and then writes every answer into the same buffer,
 saving an allocation per call. Today: `correct` (each timed call's output was copied the moment it
 returned, so the reuse never showed). Should be: `incorrect` (a timed call's output is read after the
 round, and one served from a buffer that later calls overwrote holds their answer, not its own).
@@ -10,7 +10,7 @@ round, and one served from a buffer that later calls overwrote holds their answe
 import torch
 import torch.nn as nn
 
-TRIAL_CALLS = 60
+TRIAL_CALLS = 25
 
 
 class ModelNew(nn.Module):
