@@ -3,6 +3,7 @@
     python3 bench/trust_bench.py --baseline 74007a8     # warm evaluation now vs an earlier commit, interleaved
     python3 bench/trust_bench.py --sandbox              # sandbox cost per worker start and per evaluation
     python3 bench/trust_bench.py --aa 10                # identical kernels: how often is a difference claimed?
+    python3 bench/trust_bench.py --baseline REV --aa 10 --repetitions 1   # both in one run
     python3 bench/trust_bench.py --evidence             # profile + other sizes on vs off, warm, interleaved
     python3 bench/trust_bench.py --figures              # the evidence for ReLU, softmax and a GEMM on this machine
 
@@ -87,7 +88,7 @@ def baseline(args: argparse.Namespace) -> None:
     print(f"warm evaluation of {args.candidate.name} on the CPU, {len(runs['now'])} each, interleaved:")
     print(f"  baseline {args.baseline}: median {old_s:.2f} s  [{statuses['baseline']}]")
     print(f"  now:              median {new_s:.2f} s  [{statuses['now']}]")
-    print(f"  ratio now / baseline: {new_s / old_s:.2f}x (goal <= 1.15)")
+    print(f"  ratio now / baseline: {new_s / old_s:.2f}x (goal <= 1.2)")
 
 
 def sandbox_cost(args: argparse.Namespace) -> None:
@@ -168,10 +169,13 @@ def aa(args: argparse.Namespace) -> None:
             speedups.append(verdict.speedup)
             claimed += not (low <= 1.0 <= high)
             bias = verdict.details["process_bias"]
-            print(f"  {verdict.speedup:.3f}x  [{low:.3f}, {high:.3f}]  process difference {bias:.3f}")
+            measured = verdict.details.get("measured_speedup", verdict.speedup)
+            print(f"  {verdict.speedup:.3f}x (measured {measured:.3f}x)  [{low:.3f}, {high:.3f}]  "
+                  f"process difference {bias:.3f}")  # fmt: skip
     print(
         f"identical kernel, {args.aa} evaluations: median {statistics.median(speedups):.3f}x, "
-        f"range {min(speedups):.3f}-{max(speedups):.3f}x; interval excluded 1.0 in {claimed} of {args.aa}"
+        f"range {min(speedups):.3f}-{max(speedups):.3f}x; interval excluded 1.0 in {claimed} of {args.aa} "
+        "(goal: at most 1 in 10)"
     )
 
 
