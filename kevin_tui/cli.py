@@ -128,7 +128,10 @@ def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
         return asyncio.run(run_headless(config))
     from kevin_tui.tui.app import KevinApp
 
-    KevinApp(config=config).run()
+    app = KevinApp(config=config)
+    app.run()
+    if said := app.where_said():
+        print(f"kevin-tui: {said}", file=sys.stderr)
     return 0
 
 
@@ -175,7 +178,10 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     from kevin_tui.tui.app import KevinApp
 
     config, directory = prepare_demo(args.dir, args.script_rate, keys=settings.keys)
-    KevinApp(config=config, title="demo").run()
+    app = KevinApp(config=config, title="demo")
+    app.run()
+    if said := app.where_said():
+        print(f"kevin-tui demo: {said}")
     print(f"kevin-tui demo: the repository and the session are in {directory} (delete it when done)")
     return 0
 

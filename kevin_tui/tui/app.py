@@ -32,12 +32,14 @@ from kevin_tui.driver import (
     Phase,
     PromptBuilt,
     Ready,
+    Replied,
     Report,
     TurnEnded,
     TurnStarted,
 )
 from kevin_tui.errors import KevinError
 from kevin_tui.evaluator.report import profile_digest
+from kevin_tui.models.base import Reply
 from kevin_tui.session import CandidateRef, Session
 from kevin_tui.tui.evaluation_panel import EvaluationPanel
 from kevin_tui.tui.live_tail import LiveTail
@@ -93,6 +95,8 @@ class KevinApp(App):
         self.shown_chars = -1
         self.tokens: int | None = None
         self.shown: CandidateView | None = None
+        self.session_path: Path | None = None  # where the session is, printed on quitting
+        self.streaming: tuple[int, Reply] | None = None  # (trajectory, reply) the live tail shows
 
     # -- layout ----------------------------------------------------------------
 
@@ -154,6 +158,7 @@ class KevinApp(App):
         try:
             async with Driver.open(self.config, self.post_report) as driver:
                 self.driver = driver
+                self.session_path = driver.session_path
                 panel = self.query_one(EvaluationPanel)
                 panel.hints, panel.several = driver.build_hint, driver.trajectories > 1
                 self.show_trajectory(0)
@@ -163,7 +168,10 @@ class KevinApp(App):
                     driver.continue_()
                 await self.closing.wait()
         except KevinError as exc:
+            if self.closing.is_set():
+                return
             self.notify(str(exc), severity="error", timeout=30)
+            self.query_one(EvaluationPanel).show_error(f"The run could not start: {exc}")
             self.set_status(f"error: {exc}")
 
     def post_report(self, report: Report) -> None:
@@ -172,11 +180,14 @@ class KevinApp(App):
 
     def on_driver_report(self, message: DriverReport) -> None:
         report = message.report
+        if self.closing.is_set():
+            return  # quitting: the widgets may already be gone
         if isinstance(report, Notice):
             self.notify(report.message, severity=report.severity, timeout=30 if report.severity == "error" else 10)
         elif isinstance(report, ModelStarting):
             self.set_status(f"vLLM starting ({report.elapsed_s:.0f} s): {report.line}")
         elif isinstance(report, Ready):
+            self.query_one(EvaluationPanel).end_phase()  # the reference ran
             self.set_status(self.status_line())
         elif isinstance(report, PromptBuilt):
             self.tokens = report.tokens
@@ -189,11 +200,29 @@ class KevinApp(App):
                 self.follow_stream()
                 self.show_views(self.views(), select=None)
             self.show_strip()
+        elif isinstance(report, Replied):
+            self.reply_ended(report)
         elif isinstance(report, TurnEnded):
             self.turn_ended(report)
 
+    def reply_ended(self, report: Replied) -> None:
+        """The reply on show finished streaming: all of it is shown, not the tail's last frame."""
+        streaming = self.streaming
+        if streaming is None or report.ref.trajectory != self.trajectory or report.ref.candidate != 0:
+            return
+        trajectory, reply = streaming
+        if trajectory == self.trajectory:
+            self.show_reply(reply.reasoning, reply.answer)
+        self.streaming = None
+
+    def show_reply(self, reasoning: str, answer: str) -> None:
+        self.query_one(LiveTail).display = False
+        self.query_one("#reply").display = True
+        self.query_one("#reasoning", Markdown).update(f"{reasoning or '_(no reasoning recorded)_'}\n\n---\n\n{answer}")
+
     def turn_ended(self, report: TurnEnded) -> None:
         self.running.pop(report.trajectory, None)
+        self.query_one(EvaluationPanel).end_phase(report.trajectory)
         if report.trajectory != self.trajectory:
             self.show_strip()
             return
@@ -207,6 +236,7 @@ class KevinApp(App):
     def follow_stream(self) -> None:
         """A turn of the trajectory on show started: its reply streams into the live tail."""
         self.shown_chars = -1
+        self.streaming = None
         live = self.query_one(LiveTail)
         live.clear()
         live.display = True
@@ -218,6 +248,7 @@ class KevinApp(App):
         reply = self.driver.live(self.trajectory) if self.driver else None
         if reply is None:
             return
+        self.streaming = (self.trajectory, reply)
         size = len(reply.reasoning) + len(reply.answer)
         if size == self.shown_chars:
             return
@@ -273,18 +304,22 @@ class KevinApp(App):
         if self.driver is not None:
             self.driver.select(view.ref)
         if self.driver is None or not self.driver.busy(self.trajectory):
-            reasoning = view.reasoning or "_(no reasoning recorded)_"
-            answer = view.answer if view.code is None else (view.summary or "")
-            self.query_one(LiveTail).display = False
-            self.query_one("#reply").display = True
-            self.query_one("#reasoning", Markdown).update(f"{reasoning}\n\n---\n\n{answer}")
+            self.show_reply(view.reasoning, view.answer if view.code is None else (view.summary or ""))
         self.query_one("#kernel", Static).update(kernel_renderable(view.code))
         self.query_one("#profile", Static).update(profile_renderable(view.verdict))
         self.shown = view
-        self.query_one(EvaluationPanel).show_verdict(view.verdict)
+        which = f"turn {view.number}" + (f".{view.ref.candidate + 1}" if view.of > 1 else "")
+        self.query_one(EvaluationPanel).show_verdict(view.verdict, which)
         base = diff_base(self.query_one(Timeline).views, view)
         label = f"turn {base.number}" if base else ""
         self.query_one("#diff", Static).update(diff_renderable(base.code if base else None, view.code, label))
+
+    def where_said(self) -> str | None:
+        """Where the session is and how to go on with it, for the terminal after the app exits."""
+        path = self.session_path
+        if path is None or not path.exists():
+            return None
+        return f"the session is in {path} (see it: kevin-tui replay {path}; go on: kevin-tui optimize --resume {path})"
 
     def set_status(self, text: str) -> None:
         self.query_one("#status", Static).update(text)
@@ -424,10 +459,18 @@ class KevinApp(App):
             self.notify(outcome.message, severity="information" if outcome.ok else "warning")
 
     async def action_quit(self) -> None:
-        """Running turns are stopped and the session records the stop before the app exits."""
+        """Running turns are stopped, their builds and workers killed, and the session records the
+        stop before the app exits (at once: nothing is waited out)."""
+        if self.closing.is_set():
+            return
         self.closing.set()
+        self.set_status("quitting: stopping the turn and its workers…")
         for worker in self.workers:
             if worker.group == "run":
                 with contextlib.suppress(WorkerCancelled, WorkerFailed):
                     await worker.wait()
         self.exit()
+
+    async def action_help_quit(self) -> None:
+        """Ctrl-C quits, as a user expects (a focused text field keeps it for copying)."""
+        await self.action_quit()

@@ -70,6 +70,8 @@ class Timeline(Vertical):
         """The rows, and a last one for the turn `running` while it runs; keeps the row on show
         unless told which to select."""
         turns = self.query_one("#turns", ListView)
+        if not turns.is_attached:  # the app is closing
+            return
         previous = self.selected()
         self.views = views
         turns.clear()

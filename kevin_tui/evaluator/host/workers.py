@@ -28,6 +28,8 @@ from kevin_tui.processes import cpu_seconds, kill_process_group
 
 KILL_GRACE_S = 2.0
 MAX_QUEUED_EVENTS = 10_000
+_live: set[WorkerProcess] = set()  # started and not yet killed: what kill_workers_under can reach
+_live_lock = threading.Lock()
 
 
 class WorkerGone(Exception):
@@ -109,6 +111,9 @@ class WorkerProcess:
             for fd in fds:
                 os.close(fd)
         self._commands = os.fdopen(self._command_write, "wb", buffering=0)
+        self._kill_lock = threading.Lock()
+        with _live_lock:
+            _live.add(self)
         self.events: queue.Queue[Arrived | Exception] = queue.Queue(MAX_QUEUED_EVENTS)
         self.started = threading.Event()
         threading.Thread(target=self._read, name=f"kevin-{role}-reader", daemon=True).start()
@@ -197,15 +202,19 @@ class WorkerProcess:
 
     def kill(self) -> None:
         """SIGTERM the whole process group, then SIGKILL whatever is left. A sandbox is killed at once:
-        nothing in it needs a chance to clean up, and the first process of a PID namespace ignores SIGTERM."""
-        kill_process_group(self.proc, 0.0 if self.wrapped else KILL_GRACE_S)
-        self.group.kill_all()
-        with contextlib.suppress(OSError):  # unsent bytes to a dead process: nothing to save
-            self._commands.close()
-        if self._lifeline >= 0:  # closed once: a second close could hit a descriptor reused since
-            with contextlib.suppress(OSError):
-                os.close(self._lifeline)
-            self._lifeline = -1
+        nothing in it needs a chance to clean up, and the first process of a PID namespace ignores SIGTERM.
+        Safe from two threads at once (the thread using the worker, and a closing evaluator)."""
+        with _live_lock:
+            _live.discard(self)
+        with self._kill_lock:
+            kill_process_group(self.proc, 0.0 if self.wrapped else KILL_GRACE_S)
+            self.group.kill_all()
+            with contextlib.suppress(OSError):  # unsent bytes to a dead process: nothing to save
+                self._commands.close()
+            if self._lifeline >= 0:  # closed once: a second close could hit a descriptor reused since
+                with contextlib.suppress(OSError):
+                    os.close(self._lifeline)
+                self._lifeline = -1
 
     def close(self) -> None:
         """Ask politely, then make sure."""
@@ -213,3 +222,13 @@ class WorkerProcess:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
         self.kill()
+
+
+def kill_workers_under(root: Path) -> None:
+    """Kill every live worker whose scratch is under `root`, whichever thread is waiting on it: an
+    evaluator closing mid-build (the user quit) ends its builds now instead of waiting them out; the
+    waiting thread gets WorkerGone."""
+    with _live_lock:
+        doomed = [w for w in _live if w.log_path.is_relative_to(root)]
+    for worker in doomed:
+        worker.kill()
