@@ -28,7 +28,7 @@ def test_a_long_build_shows_its_phase_seconds_and_why():
             panel.hints = lambda: FIRST_BUILD_HINT
             panel.show_phase(Phase(None, "build", "", time.monotonic() - 12), None)
             await pilot.pause()
-            return str(panel.render())
+            return panel.text()
 
     text = asyncio.run(run())
     assert "build… 12 s" in text and "precompiling headers, about a minute" in text

@@ -8,11 +8,12 @@ panel scrolls, and can be maximised (the app's `v`), so a long verdict is all re
 
 from __future__ import annotations
 
+import io
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -103,10 +104,9 @@ class EvaluationPanel(VerticalScroll):
 
     def text(self) -> str:
         """What the panel says, as plain text (tests, and copying)."""
-        console = self.app.console
-        with console.capture() as capture:
-            console.print(self.content())
-        return capture.get()
+        console = Console(width=max(self.content_size.width, 40), color_system=None, file=io.StringIO())
+        console.print(self.content())
+        return console.file.getvalue()
 
 
 def _tail(path: Path, lines: int = LOG_LINES) -> str:
