@@ -27,7 +27,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -188,6 +188,7 @@ class Driver:
         self.gate: Gate = DeviceGate(exclusive=False)
         self._evaluating: CandidateRef | None = None
         self._ended = False  # a stop or end event is written
+        self._accepted: set[CandidateRef] = set()
 
     @classmethod
     @asynccontextmanager
@@ -268,7 +269,8 @@ class Driver:
         return replies[0] if replies else None
 
     def views(self, trajectory: int) -> list[CandidateView]:
-        return views_of_turns(self.tracks[trajectory].agent.turns)
+        views = views_of_turns(self.tracks[trajectory].agent.turns)
+        return [replace(v, accepted=True) if v.ref in self._accepted else v for v in views]
 
     def turn(self, trajectory: int, number: int) -> Turn | None:
         return next((t for t in self.tracks[trajectory].agent.turns if t.number == number), None)
@@ -381,6 +383,7 @@ class Driver:
             run.writer.write(AcceptEvent(**where, error=str(exc)))
             return Outcome(f"not accepted: {exc} (the kernel is in the session)", ok=False)
         run.writer.write(AcceptEvent(**where, commit=accepted.commit, path=str(accepted.path)))
+        self._accepted.add(ref)
         turn = self.turn(ref.trajectory, ref.turn)
         which = f"turn {ref.turn}" + (f".{ref.candidate + 1}" if turn and len(turn.candidates) > 1 else "")
         return Outcome(f"accepted {which}: {accepted.summary()}")

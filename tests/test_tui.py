@@ -446,7 +446,8 @@ def test_quitting_mid_build_ends_at_once_kills_the_build_and_says_where_the_sess
             timing["scratch"] = app.driver.run.evaluator.scratch
             await pilot.pause(0.3)
             reply = app.query_one("#reasoning")
-            assert reply.display and "the end of the reply" in reply.source  # the whole reply, not the tail's last frame
+            # the whole reply, not the live tail's last frame
+            assert reply.display and "the end of the reply" in reply.source
             assert live_workers_in(timing["scratch"])  # the builder is running
             timing["pressed"] = time.monotonic()
             await pilot.press("q")

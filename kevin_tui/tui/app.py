@@ -39,6 +39,7 @@ from kevin_tui.driver import (
 )
 from kevin_tui.errors import KevinError
 from kevin_tui.evaluator.report import profile_digest
+from kevin_tui.headless import action_line, action_records
 from kevin_tui.models.base import Reply
 from kevin_tui.session import CandidateRef, Session
 from kevin_tui.tui.evaluation_panel import EvaluationPanel
@@ -128,6 +129,8 @@ class KevinApp(App):
             self.set_status(f"replay of {self.replay.path.name} · {self.turn_count()} turns · read-only")
             if self.replay.warning:
                 self.notify(self.replay.warning, severity="warning", timeout=10)
+            for action in action_records(self.replay):  # accepts, applies, undos: the rows mark accepts
+                self.notify(action_line(action), timeout=15)
             return
         problem = self.config.problem.problem
         self.sub_title = " · ".join(x for x in (self.label, problem.name if problem else "resume") if x)
@@ -433,6 +436,7 @@ class KevinApp(App):
         outcome = await self.driver.accept(ref, slower_ok, git_init)
         if outcome.ask is None:
             self.notify(outcome.message, severity="information" if outcome.ok else "error")
+            self.show_views(self.views(), select=None)  # the row is marked accepted
             if outcome.ok and (question := self.driver.apply_offer()):
                 self.push_screen(ConfirmScreen(question), lambda yes: self.apply_kernel() if yes else None)
             return
