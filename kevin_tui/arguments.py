@@ -278,6 +278,13 @@ def check_spec(args: argparse.Namespace) -> ModelSpec | bool:
     return ModelSpec.parse(args.check, args.init, args.input, args.mode)
 
 
+def given_options(args: argparse.Namespace) -> set[str]:
+    """The options of this command line that differ from the parser's defaults: what a resume keeps
+    from the command line instead of the run's record."""
+    defaults = vars(build_parser().parse_args([args.command]))
+    return {name for name, value in vars(args).items() if name in defaults and defaults[name] != value}
+
+
 def backend_config(args: argparse.Namespace) -> BackendConfig:
     return BackendConfig(
         backend=args.backend,

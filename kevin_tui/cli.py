@@ -21,16 +21,20 @@ from kevin_tui.arguments import (
     build_parser,
     build_report_parser,
     check_spec,
+    given_options,
     module_spec,
     run_config,
 )
-from kevin_tui.config import Settings, load_settings
+from kevin_tui.batch.manifest import Manifest
+from kevin_tui.config import RunConfig, Settings, load_settings
 from kevin_tui.errors import EXIT_USAGE, KevinError
 from kevin_tui.evaluator import EnvironmentProblem, Evaluator
 from kevin_tui.evaluator.cli_options import options_from
 from kevin_tui.evaluator.report import render
 from kevin_tui.evaluator.verdict import EXIT_CANNOT_EVALUATE_HERE, EXIT_OTHER, Status
+from kevin_tui.models.factory import relaunched
 from kevin_tui.problem import load_problem
+from kevin_tui.protocol.templates import load_templates
 from kevin_tui.repo import AcceptInfo, GitProblem, KernelRepo, accept_beside
 from kevin_tui.session import find_session, load_session
 from kevin_tui.usermodel.specs import ModelSpec
@@ -109,10 +113,10 @@ def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
         print("kevin-tui: optimize needs a problem file, a module of yours (FILE.py:Class) or --resume",
               file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
-    config.backend.resolved_backend()  # no GPU and no server: said now, not after a model start
     if config.problem.resume:
-        find_session(config.problem.sessions_dir, config.problem.resume)
-    else:
+        config = resumed_launch(config, args)
+    config.backend.resolved_backend()  # no GPU and no server: said now, not after a model start
+    if not config.problem.resume:
         if module is not None:  # your module becomes a problem file, proven by running both
             from kevin_tui.usermodel.problems import make_problem
 
@@ -133,6 +137,23 @@ def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
     if said := app.where_said():
         print(f"kevin-tui: {said}", file=sys.stderr)
     return 0
+
+
+def resumed_launch(config: RunConfig, args: argparse.Namespace) -> RunConfig:
+    """A resumed session starts the backend it was started with (flags given now win), and says so
+    when the prompt set is not the one it was written with."""
+    header = load_session(find_session(config.problem.sessions_dir, config.problem.resume)).header
+    before = {"backend": header.backend, "model": header.model} if header.backend != "scripted" else {}
+    recorded = header.launch or before  # a session from before launches were recorded: its backend and model
+    backend = relaunched(config.backend, recorded, given_options(args))
+    if taken := [f"--{k.replace('_', '-')} {getattr(backend, k)}" for k in recorded
+                 if getattr(backend, k) != getattr(config.backend, k)]:  # fmt: skip
+        print(f"kevin-tui: resuming as the session was started: {' '.join(taken)}", file=sys.stderr)
+    version = load_templates(config.problem.prompts).version
+    if header.prompts_version and version != header.prompts_version:
+        print(f"kevin-tui: the session's prompts were {header.prompts_version}; this run's are {version} "
+              "(--prompts chooses the set)", file=sys.stderr)  # fmt: skip
+    return replace(config, backend=backend)
 
 
 def cmd_profile(args: argparse.Namespace, settings: Settings) -> int:
@@ -212,6 +233,9 @@ def cmd_batch(args: argparse.Namespace, settings: Settings) -> int:
         print("kevin-tui: batch needs problem files (or --resume RUN)", file=sys.stderr)
         return EXIT_USAGE
     config = batch_config(args)
+    if args.resume:  # the run's own backend, unless flags given now say otherwise
+        launch = Manifest.load(args.resume).protocol.get("launch", {})
+        config = replace(config, backend=relaunched(config.backend, launch, given_options(args)))
     config.backend.resolved_backend()  # no GPU and no server: said now, before anything starts
     return asyncio.run(run_batch_command(config))
 

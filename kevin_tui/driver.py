@@ -36,7 +36,7 @@ from kevin_tui.device_gate import DeviceGate, Gate
 from kevin_tui.errors import KevinError
 from kevin_tui.loop import Agent, Candidate, Evaluating, Turn
 from kevin_tui.models.base import Backend, BackendError, Reply
-from kevin_tui.models.factory import open_backend
+from kevin_tui.models.factory import launch_record, open_backend
 from kevin_tui.protocol.prompt import estimate_tokens
 from kevin_tui.ranking import best_correct
 from kevin_tui.repo import AcceptInfo, GitProblem, KernelRepo, NotARepository, accept_beside, kernel_path_for
@@ -223,7 +223,8 @@ class Driver:
 
     @asynccontextmanager
     async def _running(self, scope: ProblemScope, backend: Backend, gate: Gate) -> AsyncIterator[None]:
-        async with open_run(scope, backend, self.config.backend.sampling, self._on_loop_event) as run:
+        launch = launch_record(self.config.backend)
+        async with open_run(scope, backend, self.config.backend.sampling, self._on_loop_event, launch) as run:
             self.run = run
             self.tracks = [Track(agent) for agent in run.agents]
             self.gate = gate

@@ -10,10 +10,11 @@ way to run Kevin-32B: that is said at once (`NoModel`), before anything is loade
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from kevin_tui.errors import EXIT_USAGE
 from kevin_tui.models.base import DEFAULT_MODEL, Backend, BackendError, Sampling
@@ -63,6 +64,25 @@ class BackendConfig:
                 f"machine's CPU, so nothing was started. Use one of:\n{NO_MODEL_HELP}"
             )
         return kind
+
+
+LAUNCH = ("backend", "model", "server", "script", "script_rate", "script_delay", "tensor_parallel_size",
+          "gpu_memory_utilization", "port")  # fmt: skip
+
+
+def launch_record(config: BackendConfig) -> dict[str, Any]:
+    """How the backend was started, kept in a session's header or a batch run's manifest so that a
+    resume starts the same one."""
+    return {name: str(value) if isinstance(value, Path) else value for name in LAUNCH
+            if (value := getattr(config, name)) is not None}  # fmt: skip
+
+
+def relaunched(config: BackendConfig, recorded: dict[str, Any], given: Iterable[str]) -> BackendConfig:
+    """The recorded launch, with the options `given` on this command line on top."""
+    taken = {name: value for name, value in recorded.items() if name in LAUNCH and name not in set(given)}
+    if taken.get("script") is not None:
+        taken["script"] = Path(taken["script"])
+    return replace(config, **taken)
 
 
 @asynccontextmanager
