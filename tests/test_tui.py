@@ -477,3 +477,42 @@ def test_ctrl_c_quits_and_a_reply_without_a_kernel_shows_its_verdict(make_app):
 
     asyncio.run(run())
     assert session_of(app).state == "stopped"
+
+
+def test_help_palette_footer_and_status_say_what_works(make_app):
+    """Before: ? could not be closed, the palette answered "accept" with "No matches found", the
+    footer lacked t, k, p, nothing explained the timeline's marks, the verdict panel could not be
+    enlarged and the status bar pushed the session out of sight at 100 columns."""
+    from textual.widgets._footer import FooterKey
+
+    app = make_app(reply(None))
+
+    async def run():
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: settled(app, 1) and app.tokens is not None)
+            titles = [c.title for c in app.get_system_commands(app.screen)]
+            for title in ("Continue (c)", "Accept (a)", "Kernel (k)", "Profile as the next note (P)", "Verdict (v)"):
+                assert title in titles
+            footer = {key.key for key in app.query(FooterKey)}
+            assert {"c", "a", "t", "k", "d", "p", "v", "question_mark"} <= footer
+            for close in ("question_mark", "escape"):
+                await pilot.press("question_mark")
+                await pilot.pause()
+                legend = app.screen.query_one("HelpPanel #widget-help").source
+                assert "the best kernel so far" in legend and "no kernel in the reply" in legend
+                await pilot.press(close)
+                await pilot.pause()
+                assert not app.screen.query("HelpPanel")
+            await pilot.press("v")
+            await pilot.pause()
+            assert app.screen.maximized is app.query_one(EvaluationPanel)
+            await pilot.press("v")
+            await pilot.pause()
+            assert app.screen.maximized is None
+            status = app.query_one("#status")
+            text = str(status.render())
+            assert status.outer_size.width == SIZE[0] and len(text) <= status.size.width
+            assert app.driver.session_path.stem in text
+            await pilot.press("q")
+
+    asyncio.run(run())

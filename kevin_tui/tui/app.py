@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import shlex
 import subprocess
 import tempfile
+from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 
 from textual import on, work
-from textual.app import App, ComposeResult, SuspendNotSupported
+from textual.app import App, ComposeResult, SuspendNotSupported, SystemCommand
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
+from textual.screen import Screen
 from textual.widgets import Footer, Markdown, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
@@ -50,6 +54,7 @@ from kevin_tui.tui.timeline import Timeline, TrajectoryState
 from kevin_tui.views import CandidateView, best_view, diff_base, views_of_session
 
 STREAM_FPS = 15
+TABS = {f"tab('tab-{tab}')": f"the {tab} tab" for tab in ("reasoning", "kernel", "diff", "profile")}
 STEERING = {"continue_turn", "continue_all", "note", "edit", "accept", "undo", "retry", "stop"}
 SEVERAL = {"continue_all", "next_trajectory", "previous_trajectory"}
 
@@ -73,16 +78,28 @@ class KevinApp(App):
         Binding("r", "retry", "Retry", id="retry"),
         Binding("s", "stop", "Stop", id="stop"),
         Binding("]", "next_trajectory", "Trajectory", id="next-trajectory"),
-        Binding("[", "previous_trajectory", "", show=False, id="previous-trajectory"),
-        Binding("t", "tab('tab-reasoning')", "Thinking", show=False, id="thinking"),
-        Binding("k", "tab('tab-kernel')", "Kernel", show=False, id="kernel"),
+        Binding("[", "previous_trajectory", "Previous trajectory", show=False, id="previous-trajectory"),
+        Binding("t", "tab('tab-reasoning')", "Thinking", id="thinking"),
+        Binding("k", "tab('tab-kernel')", "Kernel", id="kernel"),
         Binding("d", "tab('tab-diff')", "Diff", id="diff"),
-        Binding("p", "tab('tab-profile')", "Profile", show=False, id="profile"),
-        Binding("P", "profile_note", "", show=False, id="profile-note"),
+        Binding("p", "tab('tab-profile')", "Profile", id="profile"),
+        Binding("P", "profile_note", "Profile as the next note", show=False, id="profile-note"),
         Binding("b", "best", "Best", id="best"),
+        Binding("v", "verdict", "Verdict", id="verdict"),
         Binding("question_mark", "help", "Help", id="help"),
+        Binding("escape", "close_help", "Close help", show=False, id="close-help"),
         Binding("q", "quit", "Quit", id="quit"),
     ]
+    ACTION_HELP = {  # the command palette's second line, per action
+        "continue_turn": "start the next turn from the selected kernel", "continue_all": "every trajectory's next turn",
+        "note": "a note for Kevin's next turn", "edit": "edit the selected kernel; your edit is judged as a turn",
+        "accept": "commit the selected correct kernel beside the problem", "undo": "take back the last accept",
+        "retry": "sample the latest turn again", "stop": "stop the running turn (what arrived is kept)",
+        "next_trajectory": "show the next trajectory", "previous_trajectory": "show the previous trajectory",
+        "profile_note": "send where the kernel's time goes as the next turn's note",
+        "best": "select the best kernel so far", "verdict": "the verdict panel full screen (again: back)",
+        "help": "keys, and what the timeline's marks mean", "quit": "stop the turn, save the session, and exit",
+    }  # fmt: skip
 
     def __init__(self, config: RunConfig | None = None, session: Session | None = None, title: str = "") -> None:
         super().__init__()
@@ -116,8 +133,8 @@ class KevinApp(App):
                 with TabPane("Profile", id="tab-profile"), VerticalScroll():
                     yield Static("", id="profile")
             yield EvaluationPanel()
-            yield Static("starting…", id="status")
-            yield Footer()
+        yield Static("starting…", id="status")  # docked below both columns: the whole width
+        yield Footer()
 
     def on_mount(self) -> None:
         if self.config.keys:
@@ -145,6 +162,8 @@ class KevinApp(App):
             self.notify(f"{event.worker.name} failed: {type(error).__name__}: {error}", severity="error", timeout=30)
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action == "close_help":
+            return bool(self.screen.query("HelpPanel"))
         if self.replay is not None and action in STEERING:
             return False  # replay is read-only
         if action in SEVERAL:
@@ -331,9 +350,17 @@ class KevinApp(App):
         if self.driver is None:
             return ""
         info = self.driver.info
-        used = f"prompt {self.tokens}/{info.budget} tokens" if self.tokens is not None else f"budget {info.budget}"
-        sandbox = f" · sandbox: {info.sandbox}" if info.sandbox else ""
-        return f"{info.model} · {info.backend} · {info.device}{sandbox} · {used} · {info.session}"
+        used = f"prompt {self.tokens}/{info.budget}" if self.tokens is not None else f"budget {info.budget}"
+        model = info.model.rsplit("/", 1)[-1]  # the organisation is in the session header
+        backend = "" if model.startswith(f"{info.backend}:") else f" · {info.backend}"
+        parts = [
+            info.session.stem,
+            f"{model}{backend}",
+            info.device,
+            f"sandbox {info.sandbox}" if info.sandbox else "",
+            used,
+        ]
+        return " · ".join(p for p in parts if p)  # fits 100 columns: the session comes first
 
     # -- intents -------------------------------------------------------------------
 
@@ -421,7 +448,34 @@ class KevinApp(App):
         self.show_trajectory(best.trajectory, select=best)
 
     def action_help(self) -> None:
-        self.action_show_help_panel()
+        """? opens the keys and the timeline's legend beside the screen; ? or Escape closes them."""
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
+        self.refresh_bindings()
+
+    def action_close_help(self) -> None:
+        self.action_hide_help_panel()
+        self.refresh_bindings()
+
+    def action_verdict(self) -> None:
+        """The verdict panel maximised (it scrolls: checks, coverage, other sizes), or back."""
+        screen = self.screen
+        if screen.maximized is not None:
+            screen.minimize()
+        else:
+            screen.maximize(self.query_one(EvaluationPanel), container=False)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """The palette lists every action with the key that does it (as remapped by [keys])."""
+        yield from super().get_system_commands(screen)
+        for key, active in screen.active_bindings.items():
+            binding = active.binding
+            if active.node is self and active.enabled and binding.action in self.ACTION_HELP | TABS:
+                title = f"{binding.description} ({self.get_key_display(dataclasses.replace(binding, key=key))})"
+                help = self.ACTION_HELP.get(binding.action) or TABS[binding.action]
+                yield SystemCommand(title, help, partial(self.run_action, binding.action))
 
     def action_accept(self) -> None:
         view = self.query_one(Timeline).selected()

@@ -58,6 +58,8 @@ class TrajectoryState:
 
 
 class Timeline(Vertical):
+    HELP = "### The timeline\n\n" + "\n".join(f"- `{line[:1]}` {line[3:]}" for line in legend().splitlines())
+
     class Selected(Message):
         """The user moved to a row."""
 
