@@ -35,7 +35,7 @@ from kevin_tui.evaluator.verdict import EXIT_CANNOT_EVALUATE_HERE, EXIT_OTHER, S
 from kevin_tui.models.factory import relaunched
 from kevin_tui.problem import load_problem
 from kevin_tui.protocol.templates import load_templates
-from kevin_tui.repo import AcceptInfo, GitProblem, KernelRepo, accept_beside
+from kevin_tui.repo import AcceptInfo, GitProblem, accept_beside, undo_last_accept
 from kevin_tui.session import find_session, load_session
 from kevin_tui.usermodel.specs import ModelSpec
 
@@ -68,6 +68,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
                 module=problem.path.stem,
                 speedup=verdict.speedup,
                 speedup_compile=verdict.speedup_compile,
+                speedup_interval=tuple(verdict.speedup_interval) if verdict.speedup_interval else None,
                 device=verdict.details.get("environment", {}).get("gpu") or verdict.device,
             )
             try:
@@ -90,7 +91,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_undo(args: argparse.Namespace, settings: Settings) -> int:
     try:
-        print(KernelRepo.find(args.path).undo())
+        print(undo_last_accept(args.path))
     except GitProblem as exc:
         print(f"kevin-tui: cannot undo: {exc}", file=sys.stderr)
         return EXIT_OTHER

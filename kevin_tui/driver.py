@@ -38,8 +38,8 @@ from kevin_tui.loop import Agent, Candidate, Evaluating, Turn
 from kevin_tui.models.base import Backend, BackendError, Reply
 from kevin_tui.models.factory import launch_record, open_backend
 from kevin_tui.protocol.prompt import estimate_tokens
-from kevin_tui.ranking import best_correct
-from kevin_tui.repo import AcceptInfo, GitProblem, KernelRepo, NotARepository, accept_beside, kernel_path_for
+from kevin_tui.ranking import best_correct, speed_class
+from kevin_tui.repo import AcceptInfo, GitProblem, NotARepository, accept_beside, kernel_path_for, undo_last_accept
 from kevin_tui.run import ProblemScope, Run, open_problem, open_run
 from kevin_tui.session import CandidateRef
 from kevin_tui.session.events import (
@@ -357,19 +357,20 @@ class Driver:
         candidate = self.candidate(ref)
         if candidate is None or candidate.status != "correct" or not candidate.code:
             return Outcome("only a correct kernel can be accepted", ok=False)
-        speedup = candidate.speedup
-        if speedup is not None and speedup < 1 and not slower_ok:
+        speedup, verdict = candidate.speedup, candidate.verdict
+        interval = verdict.speedup_interval if verdict else None
+        if speed_class(speedup, interval) == "slower" and not slower_ok:
             return Outcome(
                 f"turn {ref.turn} is slower than the reference ({speedup:.2f}x vs eager). Accept it anyway?",
                 ok=False,
                 ask="slower",
             )
         run = self.run
-        verdict = candidate.verdict
         info = AcceptInfo(
             module=run.problem.path.stem,
             speedup=speedup,
             speedup_compile=verdict.speedup_compile if verdict else None,
+            speedup_interval=tuple(interval) if interval else None,
             device=run.scope.environment.get("gpu") or run.evaluator.device,
             model=run.backend.model,
             session_id=run.scope.session_id,
@@ -393,7 +394,7 @@ class Driver:
         """Take back the last accepted kernel, if it is still HEAD and untouched."""
         assert self.run is not None
         try:
-            message = await asyncio.to_thread(lambda: KernelRepo.find(self.run.problem.path).undo())
+            message = await asyncio.to_thread(undo_last_accept, self.run.problem.path)
         except GitProblem as exc:
             return Outcome(f"cannot undo: {exc}", ok=False)
         self.run.writer.write(UndoEvent(message=message))
