@@ -443,6 +443,8 @@ def test_quitting_mid_build_ends_at_once_kills_the_build_and_says_where_the_sess
         async with app.run_test(size=SIZE) as pilot:
             panel = app.query_one(EvaluationPanel)
             await wait_for(pilot, lambda: "build…" in panel.text())
+            # the builder's own log, live, its stages stamped (before: a torch warning from the candidate's log)
+            await wait_for(pilot, lambda: re.search(r"\[ *\d+\.\d s\] build relu_ext: g\+\+ -O2", panel.text()))
             timing["scratch"] = app.driver.run.evaluator.scratch
             await pilot.pause(0.3)
             reply = app.query_one("#reasoning")

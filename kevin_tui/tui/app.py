@@ -182,7 +182,11 @@ class KevinApp(App):
                 self.driver = driver
                 self.session_path = driver.session_path
                 panel = self.query_one(EvaluationPanel)
-                panel.hints, panel.several = driver.build_hint, driver.trajectories > 1
+                panel.hints, panel.build_log, panel.several = (
+                    driver.build_hint,
+                    driver.build_log,
+                    driver.trajectories > 1,
+                )
                 self.show_trajectory(0)
                 if self.config.problem.resume:
                     self.notify("session resumed: select the candidate to go on from, then c continues")
@@ -215,7 +219,7 @@ class KevinApp(App):
             self.tokens = report.tokens
             self.set_status(self.status_line())
         elif isinstance(report, Phase):
-            self.query_one(EvaluationPanel).show_phase(report, self.driver.build_log() if self.driver else None)
+            self.query_one(EvaluationPanel).show_phase(report)
         elif isinstance(report, TurnStarted):
             self.running[report.trajectory] = report.turn
             if report.trajectory == self.trajectory:

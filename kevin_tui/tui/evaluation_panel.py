@@ -1,5 +1,6 @@
 """The evaluation panel: while a kernel is judged, its phase and how long it has taken (with the
-build log's tail, and why a first build is slow); below it, the selected candidate's own verdict.
+builder's log as it is written, its stages stamped with seconds, and why a first build is slow);
+below it, the selected candidate's own verdict.
 
 Every phase ends: the driver's `done`, the end of the turn that started it (a reply without a
 kernel, a stopped turn), the run being ready (the reference ran), or the run failing to open. The
@@ -33,7 +34,7 @@ class EvaluationPanel(VerticalScroll):
     def __init__(self) -> None:
         super().__init__(id="evaluation")
         self.phase: Phase | None = None
-        self.build_log: Path | None = None
+        self.build_log: Callable[[], Path | None] = lambda: None  # the builder's log, read each second
         self.hints: Callable[[], str | None] = lambda: None  # why a build is slow, asked each second
         self.several = False  # trajectories: say whose kernel it is
         self.verdict: Verdict | None = None
@@ -46,9 +47,8 @@ class EvaluationPanel(VerticalScroll):
     def on_mount(self) -> None:
         self.set_interval(1.0, self.tick)
 
-    def show_phase(self, phase: Phase, log: Path | None) -> None:
+    def show_phase(self, phase: Phase) -> None:
         self.phase = phase if phase.name != "done" else None
-        self.build_log = log
         self.redraw()
 
     def end_phase(self, trajectory: int | None = None) -> None:
@@ -98,8 +98,8 @@ class EvaluationPanel(VerticalScroll):
             text.append(f"  {phase.detail}")
         if phase.name == "build" and elapsed >= HINT_AFTER_S and (hint := self.hints()):
             text.append(f"  ({hint})", style="italic")
-        if phase.name == "build" and self.build_log is not None:
-            text.append("\n" + _tail(self.build_log), style="dim")
+        if phase.name == "build" and (log := self.build_log()) is not None:
+            text.append("\n" + _tail(log), style="dim")
         return text
 
     def text(self) -> str:

@@ -126,13 +126,19 @@ class Evaluator:
         self._spare: tuple[WorkerProcess, Path] | None = None
         self.counter = itertools.count(1)
         self._bound: Bound | None = None
-        self.last_log: Path | None = None
+        self._candidate_log: Path | None = None
 
     def __enter__(self) -> Evaluator:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def last_log(self) -> Path | None:
+        """What the app shows under the build phase: the running builder's stamped stages, else the
+        latest candidate worker's log."""
+        return self.broker.last_log or self._candidate_log
 
     def close(self) -> None:
         """Stop every worker at once, in-flight builds and runs included (a thread still waiting on one
@@ -290,7 +296,8 @@ class Evaluator:
 
     def _run_candidate(self, source: str) -> Verdict:
         worker, scratch = self._take_candidate_worker()
-        self.last_log = worker.log_path
+        self._candidate_log = worker.log_path
+        self.broker.last_log = None
         (scratch / "candidate.py").write_text(source)
         run = CandidateRun(self, worker, scratch, source, evaluation=next(self.counter))
         try:

@@ -27,6 +27,8 @@ import sysconfig
 from functools import cache
 from pathlib import Path
 
+from kevin_tui.evaluator.worker.common import log_stage
+
 HEADER = "torch_extension_pch.h"
 
 
@@ -155,6 +157,7 @@ def pch_flags(cache_root: Path, extra_cflags: list[str], include_paths: list[str
         return []
     if not gch.exists():
         remove_partials(directory)
+        log_stage("precompiling torch/extension.h for these compiler flags (once per flag set, about a minute)")
         header.write_text("#include <torch/extension.h>\n")
         partial = directory / f"{HEADER}.gch.{os.getpid()}"
         command = pch_command(header, partial, extra_cflags, include_paths)
@@ -165,6 +168,7 @@ def pch_flags(cache_root: Path, extra_cflags: list[str], include_paths: list[str
             print(f"kevin-tui: no precompiled header ({result.stderr[-500:]})", file=sys.stderr)
             return []
         partial.rename(gch)
+        log_stage("precompiled header ready")
     fcntl.flock(lock, fcntl.LOCK_SH)
     _held.append(lock)
     (directory / ".used").touch()
