@@ -32,10 +32,10 @@ from kevin_tui.evaluator import EnvironmentProblem, Evaluator
 from kevin_tui.evaluator.cli_options import options_from
 from kevin_tui.evaluator.report import render
 from kevin_tui.evaluator.verdict import EXIT_CANNOT_EVALUATE_HERE, EXIT_OTHER, Status
-from kevin_tui.models.factory import relaunched
+from kevin_tui.models.factory import launch_difference, relaunched
 from kevin_tui.problem import load_problem
 from kevin_tui.protocol.templates import load_templates
-from kevin_tui.repo import AcceptInfo, GitProblem, accept_beside, undo_last_accept
+from kevin_tui.repo import GitProblem, undo_last_accept
 from kevin_tui.session import find_session, load_session
 from kevin_tui.usermodel.specs import ModelSpec
 
@@ -63,23 +63,24 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     output = verdict.to_dict()
     code = verdict.exit_code
     if args.accept:
-        if verdict.status is Status.CORRECT:
-            info = AcceptInfo(
-                module=problem.path.stem,
-                speedup=verdict.speedup,
-                speedup_compile=verdict.speedup_compile,
+        from kevin_tui.driver import AcceptRequest, accept_kernel
+
+        result = accept_kernel(
+            AcceptRequest(
+                problem=problem.path, code=source, what=Path(args.candidate).name, status=verdict.status.value,
+                speedup=verdict.speedup, speedup_compile=verdict.speedup_compile,
                 speedup_interval=tuple(verdict.speedup_interval) if verdict.speedup_interval else None,
                 device=verdict.details.get("environment", {}).get("gpu") or verdict.device,
+                slower_ok=args.accept_slower, git_init=args.git_init, git=not args.no_git, name=args.kernel_name,
             )
-            try:
-                accepted = accept_beside(problem.path, source, info, args.kernel_name, not args.no_git, args.git_init)
-                output["accepted"] = {"path": str(accepted.path), "commit": accepted.commit,
-                                      "summary": accepted.summary()}  # fmt: skip
-            except GitProblem as exc:
-                output["accepted"] = {"error": str(exc)}
-                code = EXIT_OTHER
+        )  # fmt: skip
+        if (accepted := result.accepted) is not None:
+            output["accepted"] = {"path": str(accepted.path), "commit": accepted.commit,
+                                  "summary": accepted.summary()}  # fmt: skip
         else:
-            output["accepted"] = {"error": f"not accepted: the verdict is {verdict.status.value}"}
+            output["accepted"] = {"error": result.outcome.without_dialog}
+            if verdict.status is Status.CORRECT:
+                code = EXIT_OTHER
     if args.json:
         print(json.dumps(output))
     else:
@@ -103,7 +104,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
 
     problem = load_problem(args.problem)
     config = backend_config(args)
-    config.resolved_backend()  # no model here: say so at once
+    config.resolve()  # no model here: say so at once
     return ask_once(problem, config, args.budget, args.prompts, args.save)
 
 
@@ -116,7 +117,7 @@ def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_USAGE
     if config.problem.resume:
         config = resumed_launch(config, args)
-    config.backend.resolved_backend()  # no GPU and no server: said now, not after a model start
+    config.backend.resolve()  # no GPU and no server: said now, not after a model start
     if not config.problem.resume:
         if module is not None:  # your module becomes a problem file, proven by running both
             from kevin_tui.usermodel.problems import make_problem
@@ -147,8 +148,7 @@ def resumed_launch(config: RunConfig, args: argparse.Namespace) -> RunConfig:
     before = {"backend": header.backend, "model": header.model} if header.backend != "scripted" else {}
     recorded = header.launch or before  # a session from before launches were recorded: its backend and model
     backend = relaunched(config.backend, recorded, given_options(args))
-    if taken := [f"--{k.replace('_', '-')} {getattr(backend, k)}" for k in recorded
-                 if getattr(backend, k) != getattr(config.backend, k)]:  # fmt: skip
+    if taken := launch_difference(config.backend, backend):
         print(f"kevin-tui: resuming as the session was started: {' '.join(taken)}", file=sys.stderr)
     version = load_templates(config.problem.prompts).version
     if header.prompts_version and version != header.prompts_version:
@@ -237,7 +237,7 @@ def cmd_batch(args: argparse.Namespace, settings: Settings) -> int:
     if args.resume:  # the run's own backend, unless flags given now say otherwise
         launch = Manifest.load(args.resume).protocol.get("launch", {})
         config = replace(config, backend=relaunched(config.backend, launch, given_options(args)))
-    config.backend.resolved_backend()  # no GPU and no server: said now, before anything starts
+    config.backend.resolve()  # no GPU and no server: said now, before anything starts
     return asyncio.run(run_batch_command(config))
 
 
