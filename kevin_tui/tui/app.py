@@ -133,8 +133,9 @@ class KevinApp(App):
                 with TabPane("Profile", id="tab-profile"), VerticalScroll():
                     yield Static("", id="profile")
             yield EvaluationPanel()
-        yield Static("starting…", id="status")  # docked below both columns: the whole width
-        yield Footer()
+        with Vertical(id="bottom"):  # docked below both columns: the whole width
+            yield Static("starting…", id="status")
+            yield Footer()
 
     def on_mount(self) -> None:
         if self.config.keys:
