@@ -39,7 +39,7 @@ def test_the_demo_builds_checks_times_continues_and_accepts(tmp_path, build_cach
             correct = app.views()[2]
             assert correct.status == "correct" and correct.speedup is not None  # checked and timed
             assert correct.verdict.evidence.get("profile")  # evidence on, as on the command line (was off)
-            assert "No profile" not in str(app.query_one("#profile").render())
+            await wait_for(pilot, lambda: "No profile" not in str(app.query_one("#profile").render()), timeout=10)
             await pilot.press("a")
             await wait_for(
                 pilot, lambda: isinstance(app.screen, ConfirmScreen) or (directory / "relu_kernel.py").exists()

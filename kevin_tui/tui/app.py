@@ -273,7 +273,7 @@ class KevinApp(App):
     def show_stream(self) -> None:
         """15 times a second: the bounded tail of the reply streaming in the trajectory on show."""
         reply = self.driver.live(self.trajectory) if self.driver else None
-        if reply is None:
+        if reply is None or self.closing.is_set() or not self.query(LiveTail):  # quitting: nothing to paint
             return
         self.streaming = (self.trajectory, reply)
         size = len(reply.reasoning) + len(reply.answer)
