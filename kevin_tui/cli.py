@@ -21,20 +21,21 @@ from kevin_tui.arguments import (
     build_parser,
     build_report_parser,
     check_spec,
+    eval_options,
     given_options,
     module_spec,
+    prompts_of,
     run_config,
 )
 from kevin_tui.batch.manifest import Manifest
 from kevin_tui.config import RunConfig, Settings, load_settings
 from kevin_tui.errors import EXIT_USAGE, KevinError
 from kevin_tui.evaluator import EnvironmentProblem, Evaluator
-from kevin_tui.evaluator.cli_options import options_from
 from kevin_tui.evaluator.report import render
 from kevin_tui.evaluator.verdict import EXIT_CANNOT_EVALUATE_HERE, EXIT_OTHER, Status
 from kevin_tui.models.factory import launch_difference, relaunched
 from kevin_tui.problem import load_problem
-from kevin_tui.protocol.templates import load_templates
+from kevin_tui.protocol.templates import PROJECT_DIR, load_templates
 from kevin_tui.repo import GitProblem, undo_last_accept
 from kevin_tui.session import find_session, load_session
 from kevin_tui.usermodel.specs import ModelSpec
@@ -53,7 +54,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
             print(f"\r\033[K{phase}… {detail}", end="", file=sys.stderr, flush=True)
 
     try:
-        with Evaluator(problem, options_from(args, settings.peaks), on_progress=progress, prespawn=False) as evaluator:
+        with Evaluator(problem, eval_options(args, settings), on_progress=progress, prespawn=False) as evaluator:
             verdict = evaluator.evaluate(source)
     except EnvironmentProblem as exc:
         print(f"\nkevin-tui: cannot evaluate here: {exc}", file=sys.stderr)
@@ -105,7 +106,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     problem = load_problem(args.problem)
     config = backend_config(args)
     config.resolve()  # no model here: say so at once
-    return ask_once(problem, config, args.budget, args.prompts, args.save)
+    return ask_once(problem, config, args.budget, prompts_of(args), args.save)
 
 
 def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
@@ -125,6 +126,7 @@ def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
             path, said = make_problem(module, config.problem.evaluation.device, args.problems_dir)
             print(f"kevin-tui: {said}", file=sys.stderr)
             config = replace(config, problem=replace(config.problem, problem=path))
+        assert config.problem.problem is not None  # given, or just made from the module
         load_problem(config.problem.problem)  # its shape, from the syntax tree; it runs inside the app
     if args.headless:
         import asyncio
@@ -233,7 +235,7 @@ def cmd_batch(args: argparse.Namespace, settings: Settings) -> int:
     if not args.resume and not args.problems:
         print("kevin-tui: batch needs problem files (or --resume RUN)", file=sys.stderr)
         return EXIT_USAGE
-    config = batch_config(args)
+    config = batch_config(args, settings)
     if args.resume:  # the run's own backend, unless flags given now say otherwise
         launch = Manifest.load(args.resume).protocol.get("launch", {})
         config = replace(config, backend=relaunched(config.backend, launch, given_options(args)))
@@ -266,10 +268,25 @@ def cmd_cache(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_prompts(args: argparse.Namespace, settings: Settings) -> int:
+    from kevin_tui.protocol.templates import export_templates
+
+    written, kept = export_templates(args.directory, args.template_set)
+    for path in written:
+        print(f"wrote {path}")
+    for path in kept:
+        print(f"kept {path} (it was there already; remove it to get the shipped text)")
+    if args.directory.resolve() == (Path.cwd() / PROJECT_DIR).resolve():
+        print(f"kevin-tui uses ./{PROJECT_DIR}/ when run from {Path.cwd()} (--prompts names others)")
+    else:
+        print(f'use them with --prompts {args.directory}, or `prompts = "{args.directory}"` in kevin-tui.toml')
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "demo": cmd_demo, "eval": cmd_eval, "ask": cmd_ask, "optimize": cmd_optimize, "replay": cmd_replay,
     "sessions": cmd_sessions, "undo": cmd_undo, "cache": cmd_cache, "batch": cmd_batch,
-    "batch-report": cmd_batch_report, "profile": cmd_profile, "apply": cmd_apply,
+    "batch-report": cmd_batch_report, "profile": cmd_profile, "apply": cmd_apply, "prompts": cmd_prompts,
 }  # fmt: skip
 
 

@@ -24,6 +24,7 @@ thread-safe (Textual's post_message is).
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -34,6 +35,8 @@ from typing import Any, Literal
 from kevin_tui.config import RunConfig
 from kevin_tui.device_gate import DeviceGate, Gate
 from kevin_tui.errors import KevinError
+from kevin_tui.evaluator import Evaluator
+from kevin_tui.judge import JudgeFactory
 from kevin_tui.loop import Agent, Candidate, Evaluating, Turn
 from kevin_tui.models.base import Backend, BackendError, Reply
 from kevin_tui.models.factory import launch_record, open_backend
@@ -109,13 +112,16 @@ class Phase:
     started: float
 
 
+TurnOutcome = Literal["done", "stopped", "failed"]
+
+
 @dataclass(frozen=True)
 class TurnEnded:
     """A trajectory is idle again; `turn` is None when the turn failed before it had one."""
 
     trajectory: int
     turn: int | None
-    outcome: Literal["done", "stopped", "failed"]
+    outcome: TurnOutcome
 
 
 @dataclass(frozen=True)
@@ -242,8 +248,13 @@ class Track:
     selected: int | None = None
 
     @property
+    def running(self) -> asyncio.Task | None:
+        """The task of the turn under way, if one is."""
+        return self.task if self.task is not None and not self.task.done() else None
+
+    @property
     def busy(self) -> bool:
-        return self.task is not None and not self.task.done()
+        return self.running is not None
 
     @property
     def latest(self) -> Turn | None:
@@ -263,12 +274,13 @@ class Driver:
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, config: RunConfig, report: Reporter) -> AsyncIterator[Driver]:
+    async def open(cls, config: RunConfig, report: Reporter, judge: JudgeFactory = Evaluator) -> AsyncIterator[Driver]:
         """Problem (reference run), backend, session and agents; raises KevinError if the run cannot start.
-        On exit, running turns are stopped and a stop event is written unless the run ended."""
+        On exit, running turns are stopped and a stop event is written unless the run ended. `judge`
+        makes the evaluator (tests of what sits above it give a fake one)."""
         driver = cls(config, report)
         kind = config.backend.resolve()
-        async with open_problem(config.problem, driver._on_progress) as scope:
+        async with open_problem(config.problem, driver._on_progress, judge) as scope:
             for notice in scope.notices:
                 report(Notice(notice, "warning"))
 
@@ -438,14 +450,16 @@ class Driver:
             model=run.backend.model, session_id=run.scope.session_id, turn=ref.turn,
         )  # fmt: skip
         result = await asyncio.to_thread(accept_kernel, request)
-        where = {"trajectory": ref.trajectory, "turn": ref.turn, "candidate": ref.candidate, "speedup": request.speedup}
+        record = functools.partial(
+            AcceptEvent, trajectory=ref.trajectory, turn=ref.turn, candidate=ref.candidate, speedup=request.speedup
+        )
         if result.git_error is not None:
-            run.writer.write(AcceptEvent(**where, error=result.git_error))
+            run.writer.write(record(error=result.git_error))
             return Outcome(f"{result.outcome.message} (the kernel is in the session)", ok=False)
         accepted = result.accepted
         if accepted is None:
             return result.outcome
-        run.writer.write(AcceptEvent(**where, commit=accepted.commit, path=str(accepted.path)))
+        run.writer.write(record(commit=accepted.commit, path=str(accepted.path)))
         self._accepted.add(ref)
         turn = self.turn(ref.trajectory, ref.turn)
         which = f"turn {ref.turn}" + (f".{ref.candidate + 1}" if turn and len(turn.candidates) > 1 else "")
@@ -453,12 +467,13 @@ class Driver:
 
     async def undo(self) -> Outcome:
         """Take back the last accepted kernel, if it is still HEAD and untouched."""
-        assert self.run is not None
+        run = self.run
+        assert run is not None
         try:
-            message = await asyncio.to_thread(undo_last_accept, self.run.problem.path)
+            message = await asyncio.to_thread(undo_last_accept, run.problem.path)
         except GitProblem as exc:
             return Outcome(f"cannot undo: {exc}", ok=False)
-        self.run.writer.write(UndoEvent(message=message))
+        run.writer.write(UndoEvent(message=message))
         return Outcome(message)
 
     def apply_offer(self) -> str | None:
@@ -526,7 +541,7 @@ class Driver:
         except Exception as exc:  # a bug or a broken environment: shown, and the app lives on
             self.report(Notice(f"trajectory {trajectory + 1} failed: {type(exc).__name__}: {exc}", "error"))
         finally:
-            outcome = "failed" if turn is None else "stopped" if turn.stopped else "done"
+            outcome: TurnOutcome = "failed" if turn is None else "stopped" if turn.stopped else "done"
             self.report(TurnEnded(trajectory, turn.number if turn else None, outcome))
 
     async def _settle(self, track: Track) -> None:
@@ -537,9 +552,9 @@ class Driver:
         unjudged = [c for c in turn.candidates if c.feedback is None]  # a resumed, interrupted turn
         if unjudged:
             await self._judge(track.agent, unjudged)
-        index = self.continuing(track.agent.trajectory).index
-        if index != turn.chosen:
-            track.agent.choose(turn, index)
+        chosen = self.continuing(track.agent.trajectory)
+        if chosen is not None and chosen.index != turn.chosen:
+            track.agent.choose(turn, chosen.index)
         track.selected = None
 
     async def _next_turn(self, track: Track, note: str | None) -> Turn:
@@ -579,7 +594,7 @@ class Driver:
             await agent.evaluate(candidates)
 
     async def _wind_down(self, reason: str = "quit") -> None:
-        tasks = [t.task for t in self.tracks if t.busy]
+        tasks = [task for track in self.tracks if (task := track.running) is not None]
         self.stop()
         for task in tasks:
             task.cancel()

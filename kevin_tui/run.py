@@ -134,6 +134,7 @@ def session_header(
         backend=backend.name,
         sampling=asdict(sampling),
         prompts_version=scope.templates.version,
+        prompts=scope.templates.source,
         budget=config.budget,
         candidates=config.candidates,
         trajectories=config.trajectories,

@@ -1,4 +1,5 @@
-"""The driver without any UI: scripted replies, real evaluation on the CPU, real git repositories.
+"""The driver without any UI: scripted replies, candidates judged in process (tests/fake_judge.py: the
+driver's decisions are under test here, the evaluator's in its own tests), real git repositories.
 
 Includes the regression tests of two bugs the app had when it made these decisions itself:
 accepting a candidate that was not its turn's chosen one committed the chosen one, and a retry
@@ -24,6 +25,7 @@ from kevin_tui.models.backends import scripted_config
 from kevin_tui.session import CandidateRef, load_session
 from kevin_tui.session.events import AcceptEvent, PromptEvent
 from tests.conftest import RELU, candidate
+from tests.fake_judge import InProcessJudge
 
 
 def reply(name: str, marker: str = "") -> dict:
@@ -61,7 +63,7 @@ def drive(config: RunConfig, body: Callable[[Driver], Awaitable[None]]) -> tuple
     reports: list[Report] = []
 
     async def run() -> Path:
-        async with Driver.open(config, reports.append) as driver:
+        async with Driver.open(config, reports.append, InProcessJudge) as driver:
             await body(driver)
             return driver.session_path
 
@@ -125,8 +127,10 @@ def test_the_selected_candidate_continues_and_a_retry_resets_the_selection(make_
         await driver.advance()
 
     _, path = drive(config, body)
-    (attempt,) = load_session(path).history(0)
+    session = load_session(path)
+    (attempt,) = session.history(0)
     assert attempt.feedback.status == "incorrect"
+    assert session.header.prompts == "kevin"  # the header names the templates it was prompted with
 
 
 def test_an_edit_follows_the_kernel_it_was_edited_from(make_config):

@@ -106,13 +106,13 @@ def test_the_evaluator_still_works_after_every_attack(planted):
 
 def test_the_reference_worker_is_sandboxed_too(planted):
     evaluator, _, _ = planted
-    with Evaluator(load_problem(PROBLEMS / "nosy_reference.py"), evaluator.options) as nosy:
+    with Evaluator(load_problem(PROBLEMS / "nosy_reference.py"), evaluator.options, prespawn=False) as nosy:
         assert nosy.reference_ready()["device"] == "cpu"  # it would raise if it saw the secrets
 
 
 def test_without_a_sandbox_every_verdict_says_so(build_cache):
     options = EvalOptions(device="cpu", timing=False, sandbox="off", cache_dir=build_cache)
-    with Evaluator(load_problem(RELU), options) as evaluator:
+    with Evaluator(load_problem(RELU), options, prespawn=False) as evaluator:
         verdict = evaluator.evaluate((CANDIDATES / "relu_torch.py").read_text())
         assert evaluator.environment["sandbox"] == "off (--sandbox off)"
     assert verdict.sandbox == "off (--sandbox off)"

@@ -41,7 +41,7 @@ def default_cache_dir() -> Path:
     return Path(base) / "kevin-tui"
 
 
-@dataclass
+@dataclass(frozen=True)  # built once, at the command line's edge (kevin_tui.arguments)
 class EvalOptions:
     device: str = "auto"
     trials: int = 5
@@ -242,9 +242,13 @@ class Evaluator:
 
     def ask_reference(self, command: dict[str, Any], expect: str) -> dict[str, Any]:
         self.reference_ready()
-        assert self.reference is not None
-        self.reference.send(command)
+        self.tell_reference(command)
         return self.await_reference(expect).event
+
+    def tell_reference(self, command: dict[str, Any]) -> float:
+        """Send the running reference a command; when it was sent (perf_counter)."""
+        assert self.reference is not None, "the reference is started before anything is asked of it"
+        return self.reference.send(command)
 
     # -- candidates ---------------------------------------------------------------------
 
