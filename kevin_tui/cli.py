@@ -64,13 +64,13 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     output = verdict.to_dict()
     code = verdict.exit_code
     if args.accept:
-        from kevin_tui.driver import AcceptRequest, accept_kernel
+        from kevin_tui.driver import AcceptRequest, accept_kernel, interval_of
 
         result = accept_kernel(
             AcceptRequest(
                 problem=problem.path, code=source, what=Path(args.candidate).name, status=verdict.status.value,
                 speedup=verdict.speedup, speedup_compile=verdict.speedup_compile,
-                speedup_interval=tuple(verdict.speedup_interval) if verdict.speedup_interval else None,
+                speedup_interval=interval_of(verdict),
                 device=verdict.details.get("environment", {}).get("gpu") or verdict.device,
                 slower_ok=args.accept_slower, git_init=args.git_init, git=not args.no_git, name=args.kernel_name,
             )
@@ -138,14 +138,15 @@ def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
 
     app = KevinApp(config=config)
     app.run()
-    if said := app.where_said():
-        print(f"kevin-tui: {said}", file=sys.stderr)
+    if where := app.where_said():
+        print(f"kevin-tui: {where}", file=sys.stderr)
     return 0
 
 
 def resumed_launch(config: RunConfig, args: argparse.Namespace) -> RunConfig:
     """A resumed session starts the backend it was started with (flags given now win), and says so
     when the prompt set is not the one it was written with."""
+    assert config.problem.resume is not None
     header = load_session(find_session(config.problem.sessions_dir, config.problem.resume)).header
     before = {"backend": header.backend, "model": header.model} if header.backend != "scripted" else {}
     recorded = header.launch or before  # a session from before launches were recorded: its backend and model

@@ -36,6 +36,7 @@ from kevin_tui.config import RunConfig
 from kevin_tui.device_gate import DeviceGate, Gate
 from kevin_tui.errors import KevinError
 from kevin_tui.evaluator import Evaluator
+from kevin_tui.evaluator.verdict import Verdict
 from kevin_tui.judge import JudgeFactory
 from kevin_tui.loop import Agent, Candidate, Evaluating, Turn
 from kevin_tui.models.base import Backend, BackendError, Reply
@@ -211,6 +212,12 @@ class AcceptResult:
     outcome: Outcome
     accepted: Accepted | None = None
     git_error: str | None = None  # the repository refused (recorded in the session as a failed accept)
+
+
+def interval_of(verdict: Verdict | None) -> tuple[float, float] | None:
+    """A verdict's 95% speedup interval as the accept decision reads it."""
+    interval = verdict.speedup_interval if verdict is not None else None
+    return (float(interval[0]), float(interval[1])) if interval else None
 
 
 def accept_kernel(request: AcceptRequest) -> AcceptResult:
@@ -445,7 +452,7 @@ class Driver:
         request = AcceptRequest(
             problem=run.problem.path, code=candidate.code or "", what=f"turn {ref.turn}", status=candidate.status,
             speedup=candidate.speedup, speedup_compile=verdict.speedup_compile if verdict else None,
-            speedup_interval=tuple(verdict.speedup_interval) if verdict and verdict.speedup_interval else None,
+            speedup_interval=interval_of(verdict),
             device=run.scope.environment.get("gpu") or run.evaluator.device, slower_ok=slower_ok, git_init=git_init,
             model=run.backend.model, session_id=run.scope.session_id, turn=ref.turn,
         )  # fmt: skip

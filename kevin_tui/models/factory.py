@@ -98,10 +98,11 @@ def relaunched(config: BackendConfig, recorded: dict[str, Any], given: Iterable[
             kind = kind_named(name)
         except KeyError:
             continue  # a backend this version does not have
-        flags = kind.flags or {}
+        if kind.options is None or not kind.flags:
+            continue
+        flags = kind.flags
         current = options.get(name) or kind.options()
-        taken = {k: flags[k].type(v) if v is not None and flags[k].type else v
-                 for k, v in values.items() if k in flags and k not in given}  # fmt: skip
+        taken = {k: v if v is None else flags[k].type(v) for k, v in values.items() if k in flags and k not in given}
         options[name] = replace(current, **taken)
     return replace(config, **shared, options=options)
 
@@ -111,8 +112,10 @@ def launch_difference(old: BackendConfig, new: BackendConfig) -> list[str]:
     said = [f"--{k} {getattr(new, k)}" for k in ("backend", "model", "server") if getattr(new, k) != getattr(old, k)]
     for name, options in new.options.items():
         kind = kind_named(name)
+        if kind.options is None or not kind.flags:
+            continue
         before = old.options.get(name) or kind.options()
-        said += [f"{option.flag} {getattr(options, k)}" for k, option in (kind.flags or {}).items()
+        said += [f"{option.flag} {getattr(options, k)}" for k, option in kind.flags.items()
                  if getattr(options, k) != getattr(before, k)]  # fmt: skip
     return said
 

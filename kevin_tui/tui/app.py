@@ -547,6 +547,6 @@ class KevinApp(App):
                     await worker.wait()
         self.exit()
 
-    async def action_help_quit(self) -> None:
+    def action_help_quit(self) -> None:
         """Ctrl-C quits, as a user expects (a focused text field keeps it for copying)."""
-        await self.action_quit()
+        self.call_later(self.action_quit)

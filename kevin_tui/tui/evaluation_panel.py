@@ -104,9 +104,9 @@ class EvaluationPanel(VerticalScroll):
 
     def text(self) -> str:
         """What the panel says, as plain text (tests, and copying)."""
-        console = Console(width=max(self.content_size.width, 40), color_system=None, file=io.StringIO())
-        console.print(self.content())
-        return console.file.getvalue()
+        out = io.StringIO()
+        Console(width=max(self.content_size.width, 40), color_system=None, file=out).print(self.content())
+        return out.getvalue()
 
 
 def _tail(path: Path, lines: int = LOG_LINES) -> str:
