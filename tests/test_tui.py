@@ -440,7 +440,8 @@ def live_workers_in(directory: Path) -> list[int]:
 def test_quitting_mid_build_ends_at_once_kills_the_build_and_says_where_the_session_is(make_app):
     """Before: the quit waited the build out (15-31 s) and a MountError traceback came from the turn's end."""
     answer = f"```python\n{fresh_cpp_kernel()}```\nA C++ loop; the end of the reply."
-    app = make_app({"reasoning": "Elementwise, memory-bound. " * 20, "answer": answer}, rate=2000)
+    # the real evaluator: a real builder to kill (the one real path; the other app tests judge in-process)
+    app = make_app({"reasoning": "Elementwise, memory-bound. " * 20, "answer": answer}, rate=2000, judge=Evaluator)
     timing: dict[str, float] = {}
 
     async def run():

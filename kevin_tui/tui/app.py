@@ -371,10 +371,10 @@ class KevinApp(App):
             info.session.stem,
             f"{model}{backend}",
             info.device,
-            f"sandbox {info.sandbox}" if info.sandbox else "",
+            f"sandbox {info.sandbox.split(' (')[0]}" if info.sandbox else "",
             used,
         ]
-        return " · ".join(p for p in parts if p)  # fits 100 columns: the session comes first
+        return " · ".join(p for p in parts if p)  # fits 100 columns: the session first; why a sandbox is off: verdicts
 
     # -- intents -------------------------------------------------------------------
 
