@@ -15,6 +15,9 @@ from kevin_tui.config import BatchConfig, ProblemConfig, RunConfig, Settings
 from kevin_tui.evaluator import EvalOptions
 from kevin_tui.evaluator.host.evaluator import default_cache_dir
 from kevin_tui.evaluator.host.sandbox import MODES
+from kevin_tui.evaluator.host.sanitizer import AT_ACCEPT
+from kevin_tui.evaluator.host.sanitizer import TOOLS as SANITIZER_TOOLS
+from kevin_tui.evaluator.host.sanitizer import parse_choice as parse_sanitize
 from kevin_tui.models.base import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, DEFAULT_TEMPERATURE, DEFAULT_TOP_P, Sampling
 from kevin_tui.models.factory import BackendConfig, backend_names
 from kevin_tui.models.registry import kinds
@@ -54,6 +57,13 @@ def memory_size(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError("must be positive")
     return int(value)
+
+
+def sanitize_choice(text: str) -> str:
+    try:
+        return parse_sanitize(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_eval_options(parser: argparse.ArgumentParser, device_aliases: tuple[str, ...] = ()) -> None:
@@ -134,6 +144,15 @@ def add_eval_options(parser: argparse.ArgumentParser, device_aliases: tuple[str,
         help="with the profile, on CUDA: an Nsight Compute digest per kernel (occupancy, memory and compute "
         "throughput, top stalls, registers, shared memory) when ncu is installed and may read the GPU's "
         "counters (default auto)",
+    )
+    parser.add_argument(
+        "--sanitize",
+        type=sanitize_choice,
+        default=AT_ACCEPT,
+        metavar="accept|off|all|TOOL,...",
+        help=f"on CUDA, one forward call under compute-sanitizer ({', '.join(SANITIZER_TOOLS)}); any finding makes "
+        "the verdict incorrect. accept: every tool when a kernel is accepted, before it is committed; a list: "
+        "those tools after every correct verdict (slow: a worker per tool); off: never (default accept)",
     )
     parser.add_argument(
         "--no-near-duplicates",
@@ -492,6 +511,7 @@ def eval_options(args: argparse.Namespace, settings: Settings) -> EvalOptions:
         shapes=args.shapes,
         profile=args.profile,
         ncu=args.ncu,
+        sanitize=args.sanitize,
         sandbox=args.sandbox,
         memory_limit=args.memory_limit,
         peaks=settings.peaks or None,

@@ -31,6 +31,7 @@ from kevin_tui.batch.manifest import Manifest
 from kevin_tui.config import RunConfig, Settings, load_settings
 from kevin_tui.errors import EXIT_USAGE, KevinError
 from kevin_tui.evaluator import EnvironmentProblem, Evaluator
+from kevin_tui.evaluator.host.sanitizer import first_finding
 from kevin_tui.evaluator.report import render
 from kevin_tui.evaluator.verdict import EXIT_CANNOT_EVALUATE_HERE, EXIT_OTHER, Status
 from kevin_tui.models.factory import launch_difference, relaunched
@@ -53,9 +54,16 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         if not args.json and sys.stderr.isatty():
             print(f"\r\033[K{phase}… {detail}", end="", file=sys.stderr, flush=True)
 
+    options = eval_options(args, settings)
+    sanitized = None
     try:
-        with Evaluator(problem, eval_options(args, settings), on_progress=progress, prespawn=False) as evaluator:
+        with Evaluator(problem, options, on_progress=progress, prespawn=False) as evaluator:
             verdict = evaluator.evaluate(source)
+            if args.accept and verdict.status is Status.CORRECT:  # the gate, before anything is committed
+                from kevin_tui.driver import accept_gate
+
+                gate = accept_gate(evaluator, source, verdict, options.sanitize)
+                sanitized = gate() if gate else None
     except EnvironmentProblem as exc:
         print(f"\nkevin-tui: cannot evaluate here: {exc}", file=sys.stderr)
         return EXIT_CANNOT_EVALUATE_HERE
@@ -63,7 +71,10 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         print("\r\033[K", end="", file=sys.stderr)
     output = verdict.to_dict()
     code = verdict.exit_code
-    if args.accept:
+    if args.accept and sanitized and (finding := first_finding(sanitized)):
+        output["accepted"] = {"error": f"not accepted: {finding.describe()}"}
+        code = EXIT_OTHER
+    elif args.accept:
         from kevin_tui.driver import AcceptRequest, accept_kernel, interval_of
 
         result = accept_kernel(

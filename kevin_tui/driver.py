@@ -35,9 +35,10 @@ from typing import Any, Literal
 from kevin_tui.config import RunConfig
 from kevin_tui.device_gate import DeviceGate, Gate
 from kevin_tui.errors import KevinError
-from kevin_tui.evaluator import Evaluator
-from kevin_tui.evaluator.verdict import Verdict
-from kevin_tui.judge import JudgeFactory
+from kevin_tui.evaluator import Evaluator, Verdict
+from kevin_tui.evaluator.host.sanitizer import first_finding, tools_for
+from kevin_tui.evaluator.host.sanitizer import summary as sanitizer_summary
+from kevin_tui.judge import Judge, JudgeFactory
 from kevin_tui.loop import Agent, Candidate, Evaluating, Turn
 from kevin_tui.models.base import Backend, BackendError, Reply
 from kevin_tui.models.factory import launch_record, open_backend
@@ -220,15 +221,38 @@ def interval_of(verdict: Verdict | None) -> tuple[float, float] | None:
     return (float(interval[0]), float(interval[1])) if interval else None
 
 
-def accept_kernel(request: AcceptRequest) -> AcceptResult:
-    """The one accept decision, for the app, headless mode and `eval --accept`: only a correct kernel;
-    one slower than the reference, or a directory that is not a repository, is a question first."""
+def refused(request: AcceptRequest) -> AcceptResult | None:
+    """Why the kernel is not committed as asked: its verdict is not correct, or it is slower than the
+    reference without leave (a question). None when only the last checks (compute-sanitizer, git) remain."""
     if request.status != "correct" or not request.code:
         return AcceptResult(Outcome(f"not accepted: the verdict is {request.status}", ok=False))
     speedup = request.speedup
     if speed_class(speedup, request.speedup_interval) == "slower" and not request.slower_ok:
         slower = f"{request.what} is slower than the reference ({speedup:.2f}x vs eager)"
         return AcceptResult(Outcome(slower, ok=False, ask="slower", question="Accept it anyway?"))
+    return None
+
+
+def accept_gate(
+    evaluator: Judge, code: str, verdict: Verdict | None, choice: str
+) -> Callable[[], dict[str, Any]] | None:
+    """The compute-sanitizer check a kernel about to be accepted on CUDA gets (host/sanitizer.py), per the
+    `--sanitize` choice; None where it is not asked for or the evaluator cannot run it (batch's)."""
+    check = getattr(evaluator, "sanitize", None)
+    tools = tools_for(choice, at_accept=True)
+    if not tools or check is None or not evaluator.device.startswith("cuda"):
+        return None
+    if verdict is not None and (done := verdict.evidence.get("sanitizer")):  # already run after the verdict
+        return lambda: done
+    return lambda: check(code, tools)
+
+
+def accept_kernel(request: AcceptRequest) -> AcceptResult:
+    """The one accept decision, for the app, headless mode and `eval --accept`: only a correct kernel;
+    one slower than the reference, or a directory that is not a repository, is a question first."""
+    if (refusal := refused(request)) is not None:
+        return refusal
+    speedup = request.speedup
     info = AcceptInfo(
         module=request.problem.stem, speedup=speedup, speedup_compile=request.speedup_compile,
         speedup_interval=request.speedup_interval, device=request.device, model=request.model,
@@ -456,10 +480,14 @@ class Driver:
             device=run.scope.environment.get("gpu") or run.evaluator.device, slower_ok=slower_ok, git_init=git_init,
             model=run.backend.model, session_id=run.scope.session_id, turn=ref.turn,
         )  # fmt: skip
-        result = await asyncio.to_thread(accept_kernel, request)
         record = functools.partial(
             AcceptEvent, trajectory=ref.trajectory, turn=ref.turn, candidate=ref.candidate, speedup=request.speedup
         )
+        sanitized = await self._sanitized(candidate) if refused(request) is None else None
+        if sanitized and (finding := first_finding(sanitized)):
+            run.writer.write(record(error=finding.describe()))
+            return Outcome(f"not accepted: {finding.describe()} (the kernel is in the session)", ok=False)
+        result = await asyncio.to_thread(accept_kernel, request)
         if result.git_error is not None:
             run.writer.write(record(error=result.git_error))
             return Outcome(f"{result.outcome.message} (the kernel is in the session)", ok=False)
@@ -470,7 +498,17 @@ class Driver:
         self._accepted.add(ref)
         turn = self.turn(ref.trajectory, ref.turn)
         which = f"turn {ref.turn}" + (f".{ref.candidate + 1}" if turn and len(turn.candidates) > 1 else "")
-        return Outcome(f"accepted {which}: {accepted.summary()}")
+        checked = f" ({sanitizer_summary(sanitized)})" if sanitized else ""
+        return Outcome(f"accepted {which}: {accepted.summary()}{checked}")
+
+    async def _sanitized(self, candidate: Candidate) -> dict[str, Any] | None:
+        """The compute-sanitizer gate for an accept, run while no kernel is being timed."""
+        assert self.run is not None
+        choice = self.config.problem.evaluation.sanitize
+        if (gate := accept_gate(self.run.evaluator, candidate.code or "", candidate.verdict, choice)) is None:
+            return None
+        async with self.gate.evaluating():
+            return await asyncio.to_thread(gate)
 
     async def undo(self) -> Outcome:
         """Take back the last accepted kernel, if it is still HEAD and untouched."""

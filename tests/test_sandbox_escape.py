@@ -17,7 +17,7 @@ import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.problem import load_problem
-from tests.conftest import CANDIDATES, PROBLEMS, RELU, gone_within
+from tests.conftest import CANDIDATES, PROBLEMS, RELU, gone_within, sandbox_here
 
 ESCAPES = CANDIDATES / "escape"
 SECRET = "kevin-planted-secret"
@@ -61,7 +61,8 @@ def planted(request, tmp_path_factory, build_cache):
     project = tmp_path_factory.mktemp("project")
     shutil.copy(RELU, project / "relu.py")
     (project / "planted.txt").write_text("untouched")
-    options = EvalOptions(device="cpu", timing=False, timeout_s=60, sandbox=request.param, memory_limit=2 << 30,
+    sandbox = sandbox_here(request.param)
+    options = EvalOptions(device="cpu", timing=False, timeout_s=60, sandbox=sandbox, memory_limit=2 << 30,
                           cache_dir=build_cache)  # fmt: skip
     listener = Listener()
     with Evaluator(load_problem(project / "relu.py"), options) as evaluator:

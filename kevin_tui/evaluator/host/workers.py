@@ -87,6 +87,8 @@ class WorkerProcess:
         fds = (command_read, event_write, lifeline_read)
         # -P: the working directory (the worker's scratch) is never on the import path, so nothing written
         # there can stand in for a module the worker imports.
+        if prefix and sandbox.kind == "unshare":  # the tool must run in the jail the worker sees (worker/launch.py)
+            prefix = [sys.executable, "-P", "-m", "kevin_tui.evaluator.worker.launch", *prefix]
         argv = [*prefix, sys.executable, "-P", "-m", "kevin_tui.evaluator.worker.main", role, *map(str, fds)]
         env = {**env, "PYTHONPATH": str(package_root()), "KEVIN_WORKER_LIMITS": json.dumps(limits.as_dict())}
         all_binds = [*system_binds(), *binds, Bind(str(scratch), writable=True)]

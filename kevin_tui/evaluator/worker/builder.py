@@ -94,7 +94,8 @@ class Builder:
         spec = self.spec
         return {
             "extra_cflags": cpp_flags,
-            "extra_cuda_cflags": spec["extra_cuda_cflags"],
+            # line tables only (the machine code is the same): a compute-sanitizer finding names the source line
+            "extra_cuda_cflags": [*spec["extra_cuda_cflags"], "-lineinfo"],
             "extra_ldflags": spec["extra_ldflags"],
             "extra_include_paths": spec["extra_include_paths"],
             "build_directory": str(self.directory),

@@ -146,6 +146,15 @@ class CandidateRun:
             torch.cuda.nvtx.range_pop()
         self.channel.emit("ncu_done")
 
+    def sanitize(self, command: dict[str, Any]) -> None:
+        """For a worker running under compute-sanitizer: one call, synchronised, so that every kernel it
+        launched has run under the tool before the reply."""
+        args = common.to_device(tensorfile.read(Path(command["inputs"])), self.device)
+        with torch.no_grad():
+            self.guarded("forward (under compute-sanitizer)", lambda: self.model(*args))
+            common.synchronize(self.device)
+        self.channel.emit("sanitized")
+
     def count(self, command: dict[str, Any]) -> None:
         """Evidence, asked for last: the PyTorch compute ops one forward call dispatches (counting
         leaves the process slower, so it never happens before timing)."""
@@ -226,7 +235,8 @@ class CandidateRun:
 
     def serve(self) -> None:
         handlers = {"trial": self.trial, "pool": self.pool, "round": self.round, "output": self.output,
-                    "count": self.count, "profile": self.profile, "ncu": self.ncu}  # fmt: skip
+                    "count": self.count, "profile": self.profile, "ncu": self.ncu,
+                    "sanitize": self.sanitize}  # fmt: skip
         while (command := self.channel.next_command())["cmd"] != "exit":
             handlers[command["cmd"]](command)
 
