@@ -485,6 +485,13 @@ def check_spec(args: argparse.Namespace) -> ModelSpec | bool:
     return ModelSpec.parse(args.check, args.init, args.input, args.mode)
 
 
+def given_options(args: argparse.Namespace) -> set[str]:
+    """The options of this command line that differ from the parser's defaults: what a resume keeps
+    from the command line instead of the run's record."""
+    defaults = vars(build_parser().parse_args([args.command]))
+    return {name for name, value in vars(args).items() if name in defaults and defaults[name] != value}
+
+
 def eval_options(args: argparse.Namespace, settings: Settings) -> EvalOptions:
     """The evaluation options of any command that evaluates (eval, optimize, batch), from its flags
     (the config file's values are their defaults, see apply_settings) and the config's [peaks]."""

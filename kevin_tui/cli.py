@@ -22,19 +22,22 @@ from kevin_tui.arguments import (
     build_report_parser,
     check_spec,
     eval_options,
+    given_options,
     module_spec,
     prompts_of,
     run_config,
 )
-from kevin_tui.config import Settings, load_settings
+from kevin_tui.batch.manifest import Manifest
+from kevin_tui.config import RunConfig, Settings, load_settings
 from kevin_tui.errors import EXIT_USAGE, KevinError
 from kevin_tui.evaluator import EnvironmentProblem, Evaluator
 from kevin_tui.evaluator.host.sanitizer import first_finding
 from kevin_tui.evaluator.report import render
 from kevin_tui.evaluator.verdict import EXIT_CANNOT_EVALUATE_HERE, EXIT_OTHER, Status
+from kevin_tui.models.factory import launch_difference, relaunched
 from kevin_tui.problem import load_problem
-from kevin_tui.protocol.templates import PROJECT_DIR
-from kevin_tui.repo import GitProblem, KernelRepo
+from kevin_tui.protocol.templates import PROJECT_DIR, load_templates
+from kevin_tui.repo import GitProblem, undo_last_accept
 from kevin_tui.session import find_session, load_session
 from kevin_tui.usermodel.specs import ModelSpec
 
@@ -72,12 +75,13 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         output["accepted"] = {"error": f"not accepted: {finding.describe()}"}
         code = EXIT_OTHER
     elif args.accept:
-        from kevin_tui.driver import AcceptRequest, accept_kernel
+        from kevin_tui.driver import AcceptRequest, accept_kernel, interval_of
 
         result = accept_kernel(
             AcceptRequest(
                 problem=problem.path, code=source, what=Path(args.candidate).name, status=verdict.status.value,
                 speedup=verdict.speedup, speedup_compile=verdict.speedup_compile,
+                speedup_interval=interval_of(verdict),
                 device=verdict.details.get("environment", {}).get("gpu") or verdict.device,
                 slower_ok=args.accept_slower, git_init=args.git_init, git=not args.no_git, name=args.kernel_name,
             )
@@ -100,7 +104,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_undo(args: argparse.Namespace, settings: Settings) -> int:
     try:
-        print(KernelRepo.find(args.path).undo())
+        print(undo_last_accept(args.path))
     except GitProblem as exc:
         print(f"kevin-tui: cannot undo: {exc}", file=sys.stderr)
         return EXIT_OTHER
@@ -123,10 +127,10 @@ def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
         print("kevin-tui: optimize needs a problem file, a module of yours (FILE.py:Class) or --resume",
               file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
-    config.backend.resolve()  # no GPU and no server: said now, not after a model start
     if config.problem.resume:
-        find_session(config.problem.sessions_dir, config.problem.resume)
-    else:
+        config = resumed_launch(config, args)
+    config.backend.resolve()  # no GPU and no server: said now, not after a model start
+    if not config.problem.resume:
         if module is not None:  # your module becomes a problem file, proven by running both
             from kevin_tui.usermodel.problems import make_problem
 
@@ -143,8 +147,28 @@ def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
         return asyncio.run(run_headless(config))
     from kevin_tui.tui.app import KevinApp
 
-    KevinApp(config=config).run()
+    app = KevinApp(config=config)
+    app.run()
+    if where := app.where_said():
+        print(f"kevin-tui: {where}", file=sys.stderr)
     return 0
+
+
+def resumed_launch(config: RunConfig, args: argparse.Namespace) -> RunConfig:
+    """A resumed session starts the backend it was started with (flags given now win), and says so
+    when the prompt set is not the one it was written with."""
+    assert config.problem.resume is not None
+    header = load_session(find_session(config.problem.sessions_dir, config.problem.resume)).header
+    before = {"backend": header.backend, "model": header.model} if header.backend != "scripted" else {}
+    recorded = header.launch or before  # a session from before launches were recorded: its backend and model
+    backend = relaunched(config.backend, recorded, given_options(args))
+    if taken := launch_difference(config.backend, backend):
+        print(f"kevin-tui: resuming as the session was started: {' '.join(taken)}", file=sys.stderr)
+    version = load_templates(config.problem.prompts).version
+    if header.prompts_version and version != header.prompts_version:
+        print(f"kevin-tui: the session's prompts were {header.prompts_version}; this run's are {version} "
+              "(--prompts chooses the set)", file=sys.stderr)  # fmt: skip
+    return replace(config, backend=backend)
 
 
 def cmd_profile(args: argparse.Namespace, settings: Settings) -> int:
@@ -190,7 +214,10 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     from kevin_tui.tui.app import KevinApp
 
     config, directory = prepare_demo(args.dir, args.script_rate, keys=settings.keys)
-    KevinApp(config=config, title="demo").run()
+    app = KevinApp(config=config, title="demo")
+    app.run()
+    if said := app.where_said():
+        print(f"kevin-tui demo: {said}")
     print(f"kevin-tui demo: the repository and the session are in {directory} (delete it when done)")
     return 0
 
@@ -221,6 +248,9 @@ def cmd_batch(args: argparse.Namespace, settings: Settings) -> int:
         print("kevin-tui: batch needs problem files (or --resume RUN)", file=sys.stderr)
         return EXIT_USAGE
     config = batch_config(args, settings)
+    if args.resume:  # the run's own backend, unless flags given now say otherwise
+        launch = Manifest.load(args.resume).protocol.get("launch", {})
+        config = replace(config, backend=relaunched(config.backend, launch, given_options(args)))
     config.backend.resolve()  # no GPU and no server: said now, before anything starts
     return asyncio.run(run_batch_command(config))
 

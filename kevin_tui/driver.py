@@ -28,7 +28,7 @@ import functools
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,17 +41,17 @@ from kevin_tui.evaluator.host.sanitizer import summary as sanitizer_summary
 from kevin_tui.judge import Judge, JudgeFactory
 from kevin_tui.loop import Agent, Candidate, Evaluating, Turn
 from kevin_tui.models.base import Backend, BackendError, Reply
-from kevin_tui.models.factory import open_backend
+from kevin_tui.models.factory import launch_record, open_backend
 from kevin_tui.protocol.prompt import estimate_tokens
-from kevin_tui.ranking import best_correct
+from kevin_tui.ranking import best_correct, speed_class
 from kevin_tui.repo import (
     Accepted,
     AcceptInfo,
     GitProblem,
-    KernelRepo,
     NotARepository,
     accept_beside,
     kernel_path_for,
+    undo_last_accept,
 )
 from kevin_tui.run import ProblemScope, Run, open_problem, open_run
 from kevin_tui.session import CandidateRef
@@ -197,6 +197,7 @@ class AcceptRequest:
     status: str
     speedup: float | None
     speedup_compile: float | None = None
+    speedup_interval: tuple[float, float] | None = None  # 95%: what says slower, faster or the same
     device: str = ""
     slower_ok: bool = False
     git_init: bool = False
@@ -214,13 +215,19 @@ class AcceptResult:
     git_error: str | None = None  # the repository refused (recorded in the session as a failed accept)
 
 
+def interval_of(verdict: Verdict | None) -> tuple[float, float] | None:
+    """A verdict's 95% speedup interval as the accept decision reads it."""
+    interval = verdict.speedup_interval if verdict is not None else None
+    return (float(interval[0]), float(interval[1])) if interval else None
+
+
 def refused(request: AcceptRequest) -> AcceptResult | None:
     """Why the kernel is not committed as asked: its verdict is not correct, or it is slower than the
     reference without leave (a question). None when only the last checks (compute-sanitizer, git) remain."""
     if request.status != "correct" or not request.code:
         return AcceptResult(Outcome(f"not accepted: the verdict is {request.status}", ok=False))
     speedup = request.speedup
-    if speedup is not None and speedup < 1 and not request.slower_ok:
+    if speed_class(speedup, request.speedup_interval) == "slower" and not request.slower_ok:
         slower = f"{request.what} is slower than the reference ({speedup:.2f}x vs eager)"
         return AcceptResult(Outcome(slower, ok=False, ask="slower", question="Accept it anyway?"))
     return None
@@ -248,7 +255,8 @@ def accept_kernel(request: AcceptRequest) -> AcceptResult:
     speedup = request.speedup
     info = AcceptInfo(
         module=request.problem.stem, speedup=speedup, speedup_compile=request.speedup_compile,
-        device=request.device, model=request.model, session_id=request.session_id, turn=request.turn,
+        speedup_interval=request.speedup_interval, device=request.device, model=request.model,
+        session_id=request.session_id, turn=request.turn,
     )  # fmt: skip
     try:
         accepted = accept_beside(request.problem, request.code, info, request.name, request.git, request.git_init)
@@ -293,6 +301,7 @@ class Driver:
         self.gate: Gate = DeviceGate(exclusive=False)
         self._evaluating: CandidateRef | None = None
         self._ended = False  # a stop or end event is written
+        self._accepted: set[CandidateRef] = set()
 
     @classmethod
     @asynccontextmanager
@@ -328,7 +337,8 @@ class Driver:
 
     @asynccontextmanager
     async def _running(self, scope: ProblemScope, backend: Backend, gate: Gate) -> AsyncIterator[None]:
-        async with open_run(scope, backend, self.config.backend.sampling, self._on_loop_event) as run:
+        launch = launch_record(self.config.backend)
+        async with open_run(scope, backend, self.config.backend.sampling, self._on_loop_event, launch) as run:
             self.run = run
             self.tracks = [Track(agent) for agent in run.agents]
             self.gate = gate
@@ -374,7 +384,8 @@ class Driver:
         return replies[0] if replies else None
 
     def views(self, trajectory: int) -> list[CandidateView]:
-        return views_of_turns(self.tracks[trajectory].agent.turns)
+        views = views_of_turns(self.tracks[trajectory].agent.turns)
+        return [replace(v, accepted=True) if v.ref in self._accepted else v for v in views]
 
     def turn(self, trajectory: int, number: int) -> Turn | None:
         return next((t for t in self.tracks[trajectory].agent.turns if t.number == number), None)
@@ -465,6 +476,7 @@ class Driver:
         request = AcceptRequest(
             problem=run.problem.path, code=candidate.code or "", what=f"turn {ref.turn}", status=candidate.status,
             speedup=candidate.speedup, speedup_compile=verdict.speedup_compile if verdict else None,
+            speedup_interval=interval_of(verdict),
             device=run.scope.environment.get("gpu") or run.evaluator.device, slower_ok=slower_ok, git_init=git_init,
             model=run.backend.model, session_id=run.scope.session_id, turn=ref.turn,
         )  # fmt: skip
@@ -483,6 +495,7 @@ class Driver:
         if accepted is None:
             return result.outcome
         run.writer.write(record(commit=accepted.commit, path=str(accepted.path)))
+        self._accepted.add(ref)
         turn = self.turn(ref.trajectory, ref.turn)
         which = f"turn {ref.turn}" + (f".{ref.candidate + 1}" if turn and len(turn.candidates) > 1 else "")
         checked = f" ({sanitizer_summary(sanitized)})" if sanitized else ""
@@ -502,7 +515,7 @@ class Driver:
         run = self.run
         assert run is not None
         try:
-            message = await asyncio.to_thread(lambda: KernelRepo.find(run.problem.path).undo())
+            message = await asyncio.to_thread(undo_last_accept, run.problem.path)
         except GitProblem as exc:
             return Outcome(f"cannot undo: {exc}", ok=False)
         run.writer.write(UndoEvent(message=message))

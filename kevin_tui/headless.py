@@ -17,8 +17,10 @@ from kevin_tui.driver import Driver, ModelStarting, Notice, Report
 from kevin_tui.errors import KevinError
 from kevin_tui.evaluator import EvalOptions, Evaluator
 from kevin_tui.loop import Candidate
+from kevin_tui.ranking import ranked
 from kevin_tui.run import recorded_problem
 from kevin_tui.session import CandidateRecord, Session, SessionError, load_session
+from kevin_tui.session.events import AcceptEvent, ApplyEvent, UndoEvent
 
 EXIT_OK = 0
 
@@ -80,10 +82,58 @@ async def run_headless(config: RunConfig) -> int:
     return EXIT_OK
 
 
+def judged_turns(session: Session) -> list[CandidateRecord]:
+    """One candidate per judged turn, by turn then trajectory: the one that entered the history, else
+    (the session stopped before the next turn chose) the best judged, as the driver would continue."""
+    turns: dict[tuple[int, int], list[CandidateRecord]] = {}
+    for record in session.candidates():
+        if record.evaluation is not None or record.attempt is not None:
+            turns.setdefault((record.ref.turn, record.ref.trajectory), []).append(record)
+    picked = []
+    for key in sorted(turns):
+        group = turns[key]
+        chosen = [r for r in group if r.attempt is not None]
+        picked.append(chosen[0] if chosen else ranked(group, lambda r: r.score)[0])
+    return picked
+
+
 def replay_records(session: Session) -> list[dict]:
-    """One record per turn: its chosen candidate's verdict, as headless printed it."""
+    """One record per judged turn, as headless printed it."""
     several = session.header.trajectories > 1
-    return [_recorded(r, several) for r in session.chosen()]
+    return [_recorded(r, several) for r in judged_turns(session)]
+
+
+def action_records(session: Session) -> list[dict]:
+    """What was done with the kernels, in order: accepts (and refusals), applies, undos."""
+    records: list[dict] = []
+    for event in session.events:
+        if isinstance(event, AcceptEvent):
+            records.append({"event": "accept", "trajectory": event.trajectory, "turn": event.turn,
+                            "candidate": event.candidate, "commit": event.commit, "path": event.path,
+                            "error": event.error})  # fmt: skip
+        elif isinstance(event, ApplyEvent):
+            records.append({"event": "apply", "kernel": event.kernel, "helper": event.helper, "commit": event.commit,
+                            "model": event.model, "passed": event.passed})  # fmt: skip
+        elif isinstance(event, UndoEvent):
+            records.append({"event": "undo", "message": event.message})
+    return records
+
+
+def action_line(record: dict) -> str:
+    if record["event"] == "accept":
+        which = f"turn {record['turn']}" + (f" (candidate {record['candidate'] + 1})" if record["candidate"] else "")
+        if record["error"]:
+            return f"not accepted {which}: {record['error']}"
+        return f"accepted {which}: {record['path']} committed {(record['commit'] or '')[:10]}"
+    if record["event"] == "apply":
+        check = {True: "outputs match", False: "outputs differ", None: "not checked"}[record["passed"]]
+        model = f" in {record['model']}" if record["model"] else ""
+        return f"applied {record['kernel']}{model} ({check}): helper {record['helper']}"
+    return f"undo: {record['message']}"
+
+
+def print_action(record: dict, as_json: bool) -> None:
+    print(json.dumps(record) if as_json else action_line(record), flush=True)
 
 
 def _recorded(record: CandidateRecord, several: bool) -> dict:
@@ -99,8 +149,10 @@ def replay_headless(session: Session, as_json: bool, reeval_device: str | None =
     if reeval_device is None:
         for record in records:
             print_turn(record, as_json)
+        for action in action_records(session):
+            print_action(action, as_json)
         return EXIT_OK
-    kernels = {(r.ref.trajectory, r.ref.turn): r.code for r in session.chosen()}
+    kernels = {(r.ref.trajectory, r.ref.turn): r.code for r in judged_turns(session)}
     with tempfile.TemporaryDirectory(prefix="kevin-replay-") as tmp:
         notices: list[str] = []
         problem = recorded_problem(session, Path(tmp) / "problem.py", notices)

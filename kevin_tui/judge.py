@@ -17,7 +17,10 @@ ProgressFn = Callable[[str, str], None]
 
 
 class Judge(Protocol):
-    last_log: Path | None  # the latest candidate worker's log (the app shows its build output)
+    @property
+    def last_log(self) -> Path | None:
+        """The log the app shows under the build phase (the running builder's, else the latest candidate
+        worker's)."""
 
     @property
     def device(self) -> str: ...

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 STATUS_ORDER = (
     "correct", "compiled", "incorrect", "rejected", "runtime_error", "timeout", "compile_error", "format_error",
@@ -50,6 +50,18 @@ class Score:
         order = STATUS_ORDER.index(self.status) if self.status in STATUS_ORDER else len(STATUS_ORDER)
         point = (self.speedup or 0.0) if self.correct else 0.0
         return (order, -self.floor, -point)
+
+
+def speed_class(
+    speedup: float | None, interval: Sequence[float] | None = None
+) -> Literal["faster", "slower", "same", "unmeasured"]:
+    """The one reading of a speedup for every message (commits, prompts, verdicts, questions): faster
+    or slower only when the 95% interval lies wholly on that side of 1 ("same" when it holds 1); the
+    point estimate alone when no interval was measured."""
+    if speedup is None:
+        return "unmeasured"
+    low, high = (interval[0], interval[1]) if interval else (speedup, speedup)
+    return "faster" if low > 1 else "slower" if high < 1 else "same"
 
 
 def ranked(items: Iterable[T], score: Callable[[T], Score]) -> list[T]:

@@ -26,6 +26,7 @@ from typing import Any
 from kevin_tui import kernelbench
 from kevin_tui.errors import KevinError
 from kevin_tui.problem import problem_origin
+from kevin_tui.ranking import speed_class
 
 KERNEL_TRAILER = "Kevin-Kernel"
 APPLY_TRAILER = "Kevin-Apply"
@@ -47,6 +48,19 @@ class NotARepository(GitProblem):
     pass
 
 
+def undo_last_accept(path: Path) -> str:
+    """`undo` for the repository holding `path`; outside one there is nothing to take back (and no
+    --git-init to advise: undo has none)."""
+    try:
+        repo = KernelRepo.find(path)
+    except NotARepository:
+        directory = path if path.is_dir() else path.parent
+        raise GitProblem(
+            f"{directory} is not in a git repository, so no accepted kernel is there to take back"
+        ) from None
+    return repo.undo()
+
+
 @dataclass
 class AcceptInfo:
     """What the commit message and the file header say about the kernel."""
@@ -54,6 +68,7 @@ class AcceptInfo:
     module: str
     speedup: float | None = None
     speedup_compile: float | None = None
+    speedup_interval: tuple[float, float] | None = None  # 95%, when measured: says whether it is faster
     device: str = ""
     model: str | None = None
     session_id: str | None = None
@@ -108,7 +123,9 @@ def kernel_path_for(problem_path: Path, name: str | None = None) -> Path:
 def _speed(info: AcceptInfo) -> str:
     parts = []
     if info.speedup is not None:
-        parts.append(f"{info.speedup:.2f}x vs eager")
+        interval = info.speedup_interval
+        parts.append(f"{info.speedup:.2f}x vs eager" + (f" (95% interval {interval[0]:.2f}-{interval[1]:.2f}x)"
+                                                        if interval else ""))  # fmt: skip
     if info.speedup_compile is not None:
         parts.append(f"{info.speedup_compile:.2f}x vs torch.compile")
     return ", ".join(parts) or "speedup not measured"
@@ -138,12 +155,16 @@ def commit_message(info: AcceptInfo, relative: str, with_files: tuple[str, ...] 
     }
     body = "\n".join([*(f"{k}: {v}" for k, v in trailers.items() if v is not None),
                       *(f"{WITH_TRAILER}: {f}" for f in with_files)])  # fmt: skip
+    speed = speed_class(info.speedup, info.speedup_interval)
     if info.speedup is None:
         summary = f"feat({info.module}): Kevin kernel, speed not measured{turn}"
         what = f"a replacement for {info.module}.Model (its speed was not measured)"
-    elif info.speedup >= 1:
+    elif speed == "faster":
         summary = f"perf({info.module}): Kevin kernel, {info.speedup:.2f}x vs eager{turn}"
         what = f"a faster {info.module}.Model"
+    elif speed == "same":
+        summary = f"feat({info.module}): Kevin kernel, no measurable difference vs eager{turn}"
+        what = f"a replacement for {info.module}.Model, as fast as eager PyTorch within the measurement's noise"
     else:
         summary = f"feat({info.module}): Kevin kernel, {info.speedup:.2f}x vs eager{turn}"
         what = f"a replacement for {info.module}.Model, slower than eager PyTorch where it was measured"

@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from kevin_tui import __version__
 from kevin_tui.config import ProblemConfig
@@ -121,7 +122,9 @@ async def open_problem(
         evaluator.close()
 
 
-def session_header(scope: ProblemScope, backend: Backend, sampling: Sampling) -> Header:
+def session_header(
+    scope: ProblemScope, backend: Backend, sampling: Sampling, launch: dict[str, Any] | None = None
+) -> Header:
     config, problem = scope.config, scope.problem
     return Header(
         id=scope.session_id,
@@ -136,17 +139,22 @@ def session_header(scope: ProblemScope, backend: Backend, sampling: Sampling) ->
         candidates=config.candidates,
         trajectories=config.trajectories,
         machine={**scope.environment, "python": platform.python_version(), "kevin_tui": __version__},
+        launch=launch or {},
     )
 
 
 @asynccontextmanager
 async def open_run(
-    scope: ProblemScope, backend: Backend, sampling: Sampling, listener: Listener | None = None
+    scope: ProblemScope,
+    backend: Backend,
+    sampling: Sampling,
+    listener: Listener | None = None,
+    launch: dict[str, Any] | None = None,
 ) -> AsyncIterator[Run]:
     """The session file and one agent per trajectory (restored when resuming)."""
     config, resumed = scope.config, scope.resumed
     path = resumed.path if resumed else config.sessions_dir / f"{scope.session_id}.jsonl"
-    writer = SessionWriter(path, None if resumed else session_header(scope, backend, sampling))
+    writer = SessionWriter(path, None if resumed else session_header(scope, backend, sampling, launch))
     try:
         tokens = PromptTokens(backend)
         builder = PromptBuilder(

@@ -26,6 +26,7 @@ class CandidateView:
     edited: bool = False
     chosen: bool = False  # entered the history
     of: int = 1  # candidates in its turn
+    accepted: bool = False  # committed beside the problem (recorded in the session)
 
     @property
     def status(self) -> str:
@@ -74,6 +75,7 @@ def view_of_record(record: CandidateRecord, of: int) -> CandidateView:
         edited=record.edit is not None,
         chosen=record.attempt is not None,
         of=of,
+        accepted=any(a.commit and not a.error for a in record.accepts),
     )
 
 

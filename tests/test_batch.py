@@ -74,8 +74,8 @@ def test_killed_mid_run_then_resumed_gives_the_protocols_verdicts_report_and_rl_
     before = evaluations(run)
     assert before >= 6 and Manifest.load(run).problems  # the manifest survived the kill whole
 
-    resumed = batch(tmp_path, "--resume", str(run), "--backend", "scripted", "--script", str(script),
-                    "--export", "rl.jsonl", *FAST_EVAL, cache=build_cache)  # fmt: skip
+    # no model flags: the run's own scripted backend and script (before: "Kevin-32B ... cannot run on this CPU")
+    resumed = batch(tmp_path, "--resume", str(run), "--export", "rl.jsonl", *FAST_EVAL, cache=build_cache)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert evaluations(run) >= 30 and evaluations(run) <= 30 + 2  # nothing judged before the kill was lost or redone
 

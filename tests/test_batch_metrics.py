@@ -183,3 +183,19 @@ def test_batch_usage_errors_are_said_at_once(tmp_path, capsys):
         with pytest.raises(SystemExit) as exited:
             main(argv)
         assert exited.value.code == 2 and said in capsys.readouterr().err
+
+
+def test_the_plot_has_whole_turns_on_its_axis():
+    """Before: matplotlib's default ticks put turns 1.5 and 2.5 on a three-turn curve."""
+    from types import SimpleNamespace
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from kevin_tui.batch.plot import curve_figure
+
+    report = SimpleNamespace(curve={"best": [0.8, 1.1, 1.3], "avg": [0.5, 0.7, 0.9]}, outcome=SimpleNamespace(name="r"),
+                             k=2)  # fmt: skip
+    figure = curve_figure([report])
+    ticks = [t for t in figure.axes[0].get_xticks() if 1 <= t <= 3]
+    assert ticks == [1, 2, 3]

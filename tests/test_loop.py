@@ -290,3 +290,24 @@ def test_without_a_gpu_or_a_server_it_says_what_to_do_at_once(tmp_path):
     )
     assert "saved" not in result.stderr and "Traceback" not in result.stderr and "retry" not in result.stderr.lower()
     assert not (tmp_path / "sessions").exists()
+
+
+def test_resume_starts_the_sessions_backend_and_cuts_a_corrupt_line_first(tmp_path, script, build_cache, monkeypatch):
+    """`optimize --resume last` with no model flags: the session's scripted backend and script, not
+    the default (before: "Kevin-32B ... cannot run on this machine's CPU"). A corrupt line in the
+    middle is moved to FILE.corrupt before the new turn is appended, so the new turn is read back."""
+    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+    replies = script(reply("slightly_wrong.py"), reply("relu_torch.py"))
+    first = optimize(tmp_path, "--turns", "1", "--backend", "scripted", "--script", str(replies))
+    assert first.returncode == 0, first.stderr
+    path = only_session(tmp_path).path
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:-1]) + '{"type": "attempt", "tur\n' + lines[-1])  # corrupt, before the end
+    resumed = optimize(tmp_path, "--turns", "1", "--resume", "last")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming as the session was started: --backend scripted --script" in resumed.stderr
+    assert "is corrupt" in resumed.stderr and f"{path.name}.corrupt" in resumed.stderr
+    assert resumed.stdout.startswith("turn 2: ")  # the script replays from its first reply
+    session = load_session(path)
+    assert session.warning is None and session.state == "finished" and session.turns == 2
+    assert path.with_name(path.name + ".corrupt").read_text() == '{"type": "attempt", "tur\n' + lines[-1]

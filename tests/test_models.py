@@ -456,3 +456,12 @@ def test_vllm_without_a_gpu_points_at_the_alternatives(monkeypatch):
     monkeypatch.setattr("kevin_tui.models.vllm_server.vllm_available", lambda exe: True)
     with pytest.raises(BackendError, match=r"no GPU is visible.*--server URL"):
         asyncio.run(VllmServer(VllmConfig(port=free_port())).start())
+
+
+def test_loading_a_model_prints_no_progress_bar(tiny_model):
+    """Before: transformers' "Loading weights: 100%|████|" bar went to stderr, into headless output."""
+    code = "from kevin_tui.models.transformers_backend import TransformersBackend as B; B(__import__('sys').argv[1], 'cpu')"
+    result = subprocess.run([sys.executable, "-c", code, str(tiny_model)], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "%|" not in result.stderr and "Loading" not in result.stderr

@@ -98,6 +98,19 @@ def test_a_new_flag_set_gets_a_header_only_when_it_fits_or_comes_back(tmp_path, 
     assert admit(root / "new")  # it came back: worth a header, the least recently used one goes
 
 
+def test_the_default_cap_holds_two_headers_and_a_killed_builds_partial_is_removed(tmp_path, monkeypatch):
+    """A laptop's disk: two ~0.8 GB headers by default (was 3 GB: three, plus builds), and a header a
+    killed build left half-written (the user quit mid-build) does not linger beside them."""
+    from kevin_tui.evaluator.worker.pch import max_bytes, remove_partials
+
+    monkeypatch.delenv("KEVIN_TUI_PCH_MAX_GB", raising=False)
+    assert 2 * 800e6 < max_bytes() < 3 * 800e6
+    (tmp_path / "torch_extension_pch.h.gch.2").write_bytes(b"x" * 1000)
+    (tmp_path / "torch_extension_pch.h.gch").write_bytes(b"x" * 1000)
+    remove_partials(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["torch_extension_pch.h.gch"]
+
+
 def test_the_cache_command_shows_and_cleans(tmp_path, capsys):
     from kevin_tui.cli import main
 

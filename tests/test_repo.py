@@ -226,3 +226,26 @@ def test_no_git_binary_is_a_clear_error(tmp_path):
     env = {**os.environ, "GIT_PYTHON_GIT_EXECUTABLE": "/nonexistent/git", "GIT_PYTHON_REFRESH": "error"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert "git is not available" in out.stdout, out.stderr
+
+
+def test_commit_wording_follows_the_interval_and_undo_outside_a_repository_advises_nothing_it_rejects(tmp_path):
+    """Before: 1.32x with a 95% interval of 0.64-2.72x was committed as "a faster my_module.Model", and
+    `undo` outside a repository advised --git-init, which undo rejects."""
+    from dataclasses import replace
+
+    repo = make_repo(tmp_path / "r")
+    path = kernel_path_for(repo / "my_module.py")
+    noisy = replace(INFO, speedup=1.32, speedup_interval=(0.64, 2.72))
+    KernelRepo.find(path).accept_kernel(path, KERNEL, noisy)
+    message = git(repo, "log", "-1", "--format=%B")
+    assert "faster" not in message and message.startswith("feat(my_module): Kevin kernel, no measurable difference")
+    assert "Speedup: 1.32x vs eager (95% interval 0.64-2.72x)" in message
+    solid = replace(INFO, speedup=1.32, speedup_interval=(1.2, 1.4))
+    KernelRepo.find(path).accept_kernel(path, KERNEL + "# again\n", solid)
+    assert "a faster my_module.Model" in git(repo, "log", "-1", "--format=%B")
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    undo = subprocess.run([sys.executable, "-m", "kevin_tui", "undo", str(plain)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})  # fmt: skip
+    assert undo.returncode != 0 and "not in a git repository" in undo.stderr and "--git-init" not in undo.stderr

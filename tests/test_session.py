@@ -144,3 +144,29 @@ def test_a_newer_schema_is_refused_and_a_file_without_header_too(tmp_path):
     bare.write_text(json.dumps({"type": "prompt", "turn": 1}) + "\n")
     with pytest.raises(SessionError, match="no header"):
         load_session(bare)
+
+
+def test_a_damaged_session_is_cut_at_the_damage_before_anything_is_appended(tmp_path):
+    """At every event boundary of a real session: a corrupt line (the rest after it too) or a write cut
+    off by a kill. Reopened for appending, the file is cut there, so the new event is read back after
+    the last good one; a corrupt line and what followed it are kept in FILE.corrupt, byte for byte.
+    Before: the new events went after the corrupt line and no reader could ever load them."""
+    lines = EXAMPLE.read_bytes().splitlines(keepends=True)
+    for boundary in range(1, len(lines) + 1):
+        for damage in (b'{"type": "reply", "turn"\n', b'{"type": "reply", "tu'):
+            path = tmp_path / f"s-{boundary}-{len(damage)}.jsonl"
+            rest = b"".join(lines[boundary:]) if damage.endswith(b"\n") else b""
+            path.write_bytes(b"".join(lines[:boundary]) + damage + rest)
+            warned = load_session(path).warning
+            assert warned and f"line {boundary + 1}" in warned
+            writer = SessionWriter(path)
+            writer.write(StopEvent(reason="resumed and stopped"))
+            writer.close()
+            session = load_session(path)
+            assert session.warning is None and len(session.events) == boundary  # header + boundary-1, + the stop
+            assert session.events[-1] == StopEvent(reason="resumed and stopped", time=session.events[-1].time)
+            kept = path.with_name(path.name + ".corrupt")
+            if damage.endswith(b"\n"):
+                assert kept.read_bytes() == damage + rest and "corrupt" in warned and kept.name in warned
+            else:
+                assert not kept.exists() and "incomplete" in warned

@@ -19,6 +19,7 @@ from kevin_tui.judge import JudgeFactory
 from kevin_tui.session import load_session
 from kevin_tui.session.events import AcceptEvent, AttemptEvent, EditEvent, PromptEvent, ReplyEvent
 from kevin_tui.tui.app import KevinApp
+from kevin_tui.tui.evaluation_panel import EvaluationPanel
 from tests.conftest import RELU, candidate
 from tests.fake_judge import InProcessJudge
 
@@ -261,6 +262,8 @@ def test_a_broken_problem_is_shown_in_the_app_not_as_a_traceback(make_app):
             status = app.query_one("#status")
             await wait_for(pilot, lambda: "error:" in str(status.render()))
             assert "reference forward raised" in str(status.render())
+            panel = app.query_one(EvaluationPanel).text()
+            assert "could not start" in panel and "reference…" not in panel  # the phase ended with the run
             await pilot.press("q")
 
     asyncio.run(run())
@@ -273,7 +276,7 @@ def test_the_evaluation_shows_its_phase_and_elapsed_seconds(make_app):
     async def run():
         async with app.run_test(size=SIZE) as pilot:
             while not settled(app, 1):
-                text = str(app.query_one("#evaluation").render())
+                text = app.query_one(EvaluationPanel).text()
                 seen.update(re.findall(r"(reference|build|check|judge)… \d+ s", text))
                 await pilot.pause(0.05)
             await pilot.press("q")
@@ -405,6 +408,8 @@ def test_a_resumed_session_shows_its_turns_and_waits_for_the_user(make_app, tmp_
             await wait_for(pilot, lambda: settled(resumed, 1))
             await pilot.pause(0.3)
             assert resumed.views()[0].status == "incorrect" and not resumed.driver.busy()
+            panel = resumed.query_one(EvaluationPanel).text()
+            assert "INCORRECT" in panel and "reference…" not in panel  # the turn's verdict, not a stuck phase
             await pilot.press("c")
             await wait_for(pilot, lambda: settled(resumed, 2))
             await pilot.press("q")
@@ -412,3 +417,109 @@ def test_a_resumed_session_shows_its_turns_and_waits_for_the_user(make_app, tmp_
     asyncio.run(second())
     session = session_of(resumed)
     assert [e.turn for e in session.of_type(PromptEvent)] == [1, 2] and [a.number for a in session.history(0)] == [1]
+
+
+def fresh_cpp_kernel() -> str:
+    """A C++ candidate no build cache holds (a unique comment in its source): its build really runs."""
+    marker = f"// fresh {time.time_ns()}\n"
+    return candidate("relu_cpp.py").replace('cpp_source = """\n', f'cpp_source = """\n{marker}')
+
+
+def live_workers_in(directory: Path) -> list[int]:
+    """Processes whose working directory is under `directory` (the evaluator's workers run in its scratch)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and Path(proc / "cwd").resolve().is_relative_to(directory):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_quitting_mid_build_ends_at_once_kills_the_build_and_says_where_the_session_is(make_app):
+    """Before: the quit waited the build out (15-31 s) and a MountError traceback came from the turn's end."""
+    answer = f"```python\n{fresh_cpp_kernel()}```\nA C++ loop; the end of the reply."
+    # the real evaluator: a real builder to kill (the one real path; the other app tests judge in-process)
+    app = make_app({"reasoning": "Elementwise, memory-bound. " * 20, "answer": answer}, rate=2000, judge=Evaluator)
+    timing: dict[str, float] = {}
+
+    async def run():
+        async with app.run_test(size=SIZE) as pilot:
+            panel = app.query_one(EvaluationPanel)
+            await wait_for(pilot, lambda: "build…" in panel.text())
+            # the builder's own log, live, its stages stamped (before: a torch warning from the candidate's log)
+            await wait_for(pilot, lambda: re.search(r"\[ *\d+\.\d s\] build relu_ext: g\+\+ -O2", panel.text()))
+            timing["scratch"] = app.driver.run.evaluator.scratch
+            await pilot.pause(0.3)
+            reply = app.query_one("#reasoning")
+            # the whole reply, not the live tail's last frame
+            assert reply.display and "the end of the reply" in reply.source
+            assert live_workers_in(timing["scratch"])  # the builder is running
+            timing["pressed"] = time.monotonic()
+            await pilot.press("q")
+        timing["ended"] = time.monotonic()
+
+    asyncio.run(run())
+    assert timing["ended"] - timing["pressed"] < 5, timing
+    assert not live_workers_in(timing["scratch"])
+    session = session_of(app)
+    assert session.state == "stopped" and session.events[-1].reason == "quit"
+    assert str(session.path) in app.where_said()
+
+
+def test_ctrl_c_quits_and_a_reply_without_a_kernel_shows_its_verdict(make_app):
+    """Before: Ctrl-C only toasted, and the panel stayed on "reference… N s" when no build followed."""
+    app = make_app(reply(None))
+
+    async def run():
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: settled(app, 1))
+            await pilot.pause(0.2)
+            panel = app.query_one(EvaluationPanel).text()
+            assert "FORMAT_ERROR" in panel and "reference…" not in panel
+            assert app.views()[0].verdict.message in " ".join(panel.split())  # the reason itself is shown
+            await pilot.press("ctrl+c")
+            await wait_for(pilot, lambda: app.closing.is_set(), timeout=5)
+
+    asyncio.run(run())
+    assert session_of(app).state == "stopped"
+
+
+def test_help_palette_footer_and_status_say_what_works(make_app):
+    """Before: ? could not be closed, the palette answered "accept" with "No matches found", the
+    footer lacked t, k, p, nothing explained the timeline's marks, the verdict panel could not be
+    enlarged and the status bar pushed the session out of sight at 100 columns."""
+    from textual.widgets._footer import FooterKey
+
+    app = make_app(reply(None))
+
+    async def run():
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: settled(app, 1) and app.tokens is not None)
+            titles = [c.title for c in app.get_system_commands(app.screen)]
+            for title in ("Continue (c)", "Accept (a)", "Kernel (k)", "Profile as the next note (P)", "Verdict (v)"):
+                assert title in titles
+            footer = {key.key for key in app.query(FooterKey)}
+            assert {"c", "a", "t", "k", "d", "p", "v", "question_mark"} <= footer
+            for close in ("question_mark", "escape"):
+                await pilot.press("question_mark")
+                await pilot.pause()
+                legend = app.screen.query_one("HelpPanel #widget-help").source
+                assert "the best kernel so far" in legend and "no kernel in the reply" in legend
+                await pilot.press(close)
+                await pilot.pause()
+                assert not app.screen.query("HelpPanel")
+            await pilot.press("v")
+            await pilot.pause()
+            assert app.screen.maximized is app.query_one(EvaluationPanel)
+            await pilot.press("v")
+            await pilot.pause()
+            assert app.screen.maximized is None
+            status = app.query_one("#status")
+            text = str(status.render())
+            assert status.outer_size.width == SIZE[0] and len(text) <= status.size.width
+            assert app.driver.session_path.stem in text
+            await pilot.press("q")
+
+    asyncio.run(run())

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from kevin_tui.batch.report import RunReport
 
 MISSING = "matplotlib is not installed: no PNG plot (pip install 'kevin-tui[plot]'); the tables are written"
@@ -22,6 +24,16 @@ def plot_curves(reports: Sequence[RunReport], path: Path) -> Path | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
+    figure = curve_figure(reports)
+    figure.savefig(path)
+    plt.close(figure)
+    return path
+
+
+def curve_figure(reports: Sequence[RunReport]) -> Figure:
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
     figure, axes = plt.subplots(figsize=(6.4, 4.0), dpi=120)
     for report in reports:
         turns = range(1, len(report.curve["best"]) + 1)
@@ -30,11 +42,10 @@ def plot_curves(reports: Sequence[RunReport], path: Path) -> Path | None:
         axes.plot(turns, report.curve["avg"], marker=".", linestyle="--", color=line.get_color(),
                   label=f"{name}avg@{report.k}")  # fmt: skip
     axes.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # turns are whole: no turn 1.5 on the axis
     axes.set_xlabel("turn")
     axes.set_ylabel("best speedup so far vs eager (mean over problems)")
     axes.set_title("Best speedup by turn")
     axes.legend()
     figure.tight_layout()
-    figure.savefig(path)
-    plt.close(figure)
-    return path
+    return figure

@@ -37,7 +37,7 @@ from kevin_tui.errors import KevinError
 from kevin_tui.evaluator import EnvironmentProblem, Evaluator
 from kevin_tui.judge import JudgeFactory
 from kevin_tui.models.base import Backend, BackendError, Sampling
-from kevin_tui.models.factory import BackendConfig, open_backend
+from kevin_tui.models.factory import BackendConfig, launch_record, open_backend
 from kevin_tui.models.registry import kind_named
 from kevin_tui.run import ProblemScope, RunError, open_problem
 from kevin_tui.session import Session, SessionError, load_session
@@ -57,6 +57,7 @@ def protocol_of(config: BatchConfig) -> dict[str, Any]:
         "trajectories": config.problem.trajectories, "turns": config.turns, "model": config.backend.label(),
         "sampling": asdict(config.backend.sampling), "budget": config.problem.budget,
         "prompts": str(config.problem.prompts) if config.problem.prompts else None, "evaluation": evaluation,
+        "launch": launch_record(config.backend),
     }  # fmt: skip
 
 

@@ -36,7 +36,7 @@ def prepare_demo(
     problem = directory / PROBLEM
     shutil.copyfile(shipped(PROBLEM), problem)
     KernelRepo.find(directory, init=True)
-    evaluation = EvalOptions(device="cpu")
+    evaluation = EvalOptions(device="cpu", profile=True, shapes="warn")  # the evidence, as the command line has it
     config = RunConfig(
         backend=scripted_config(shipped(REPLIES), rate),
         problem=ProblemConfig(problem=problem, sessions_dir=directory / "sessions", evaluation=evaluation),

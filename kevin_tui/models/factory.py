@@ -10,9 +10,9 @@ no way to run Kevin-32B (`NoModel`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -78,6 +78,46 @@ class BackendConfig:
     def label(self) -> str:
         """The model as sessions and batch reports name it (a script's name for recorded replies)."""
         return self.model if self.backend == "auto" else kind_named(self.backend).label(self)
+
+
+def launch_record(config: BackendConfig) -> dict[str, Any]:
+    """How the backend was started (backend, model, server, each backend's own options), kept in a
+    session's header or a batch run's manifest so that a resume starts the same one."""
+    options = {name: {k: str(v) if isinstance(v, Path) else v for k, v in asdict(value).items()}
+               for name, value in config.options.items()}  # fmt: skip
+    return {"backend": config.backend, "model": config.model, "server": config.server, "options": options}
+
+
+def relaunched(config: BackendConfig, recorded: dict[str, Any], given: Iterable[str]) -> BackendConfig:
+    """The recorded launch, with the options `given` on this command line (flag destinations) on top."""
+    given = set(given)
+    shared = {k: recorded[k] for k in ("backend", "model", "server") if k in recorded and k not in given}
+    options = dict(config.options)
+    for name, values in recorded.get("options", {}).items():
+        try:
+            kind = kind_named(name)
+        except KeyError:
+            continue  # a backend this version does not have
+        if kind.options is None or not kind.flags:
+            continue
+        flags = kind.flags
+        current = options.get(name) or kind.options()
+        taken = {k: v if v is None else flags[k].type(v) for k, v in values.items() if k in flags and k not in given}
+        options[name] = replace(current, **taken)
+    return replace(config, **shared, options=options)
+
+
+def launch_difference(old: BackendConfig, new: BackendConfig) -> list[str]:
+    """The flags that would say what `new` changes from `old` (for "resuming as it was started: ...")."""
+    said = [f"--{k} {getattr(new, k)}" for k in ("backend", "model", "server") if getattr(new, k) != getattr(old, k)]
+    for name, options in new.options.items():
+        kind = kind_named(name)
+        if kind.options is None or not kind.flags:
+            continue
+        before = old.options.get(name) or kind.options()
+        said += [f"{option.flag} {getattr(options, k)}" for k, option in kind.flags.items()
+                 if getattr(options, k) != getattr(before, k)]  # fmt: skip
+    return said
 
 
 @asynccontextmanager

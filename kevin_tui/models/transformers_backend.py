@@ -25,8 +25,10 @@ class TransformersBackend:
         try:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
+            from transformers.utils import logging as transformers_logging
         except ImportError as exc:
             raise BackendError(f"transformers is not installed ({exc}): pip install transformers") from None
+        transformers_logging.disable_progress_bar()  # its loading bars would break headless lines and the app
         self.model = model
         self.starts_in_reasoning = starts_in_reasoning
         try:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from kevin_tui.evaluator.compiler_output import format_error
 from kevin_tui.evaluator.verdict import Verdict
+from kevin_tui.ranking import speed_class
 
 MAX_DETAIL_LINES = 12
 MAX_DETAIL_CHARS = 1500
@@ -38,7 +39,7 @@ class Feedback:
         if self.speedup_low is None or self.speedup_high is None:
             return figure
         interval = f"95% interval {self.speedup_low:.2f}-{self.speedup_high:.2f}"
-        if self.speedup_low <= 1.0 <= self.speedup_high:
+        if speed_class(self.speedup, (self.speedup_low, self.speedup_high)) == "same":
             return f"no measurable difference ({figure}, {interval})"
         return f"{figure} ({interval})"
 

@@ -39,6 +39,7 @@ class Header:
     candidates: int = 1
     trajectories: int = 1
     machine: dict[str, Any] = field(default_factory=dict)
+    launch: dict[str, Any] = field(default_factory=dict)  # how the backend was started (resume reuses it)
     schema: int = SCHEMA_VERSION
 
 

@@ -208,6 +208,30 @@ def migrate(records: list[Record], schema: int) -> list[Record]:
     return records
 
 
+def _event_record(line: bytes) -> Record | None:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) and "type" in record else None
+
+
+def first_damage(raw: bytes) -> int | None:
+    """The byte offset where the first line that is not an event starts (cut off by a kill, or
+    corrupt), None if every line is one. Everything a reader loads lies before it."""
+    offset = 0
+    for line in raw.split(b"\n"):
+        if line.strip() and _event_record(line) is None:
+            return offset
+        offset += len(line) + 1
+    return None
+
+
+def corrupt_path(path: Path) -> Path:
+    """Where the lines from a damaged one on are kept when the session is appended to."""
+    return path.with_name(path.name + ".corrupt")
+
+
 def read_records(path: Path) -> tuple[list[Record], str | None]:
     """The JSON objects in a session file, and a warning if a line was cut off or corrupt."""
     try:
@@ -216,21 +240,16 @@ def read_records(path: Path) -> tuple[list[Record], str | None]:
         raise SessionError(f"{path}: no such session file") from None
     except OSError as exc:
         raise SessionError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    lines = raw.split(b"\n")
-    records: list[Record] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-            if not isinstance(record, dict) or "type" not in record:
-                raise ValueError("not an event")
-        except ValueError:
-            incomplete = number == len(lines) or (number == len(lines) - 1 and not lines[-1])
-            what = "is incomplete (the session was interrupted while writing it)" if incomplete else "is corrupt"
-            return records, f"{path}: line {number} {what}; loaded the {len(records)} lines before it"
-        records.append(record)
-    return records, None
+    damage = first_damage(raw)
+    good = raw if damage is None else raw[:damage]
+    records = [r for line in good.split(b"\n") if line.strip() and (r := _event_record(line)) is not None]
+    if damage is None:
+        return records, None
+    number = raw[:damage].count(b"\n") + 1
+    incomplete = b"\n" not in raw[damage:]  # an unterminated last line: a write cut off by a kill
+    what = "is incomplete (the session was interrupted while writing it)" if incomplete else "is corrupt"
+    kept = f"; resuming moves it and the rest to {corrupt_path(path).name} first" if not incomplete else ""
+    return records, f"{path}: line {number} {what}; loaded the {len(records)} lines before it{kept}"
 
 
 def load_session(path: Path) -> Session:

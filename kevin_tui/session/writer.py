@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kevin_tui.session.events import Event, Header, to_record
-from kevin_tui.session.reader import SessionError
+from kevin_tui.session.reader import SessionError, corrupt_path, first_damage
 
 E = TypeVar("E", bound=Event)
 
@@ -62,8 +62,18 @@ class SessionWriter:
 
 
 def _repair_tail(path: Path) -> None:
-    """Before appending to an interrupted session, drop a last line that was cut off mid-write."""
+    """Before appending, cut the file at its first damaged line (a reader stops there, so anything
+    appended after it would never be read): a last line cut off mid-write is dropped; a corrupt line
+    and everything after it are moved to PATH.corrupt (appended there: nothing is lost)."""
     with open(path, "rb+") as f:
         data = f.read()
-        if data and not data.endswith(b"\n"):
-            f.truncate(data.rfind(b"\n") + 1)
+        damage = first_damage(data)
+        if damage is None:
+            if data and not data.endswith(b"\n"):  # a complete last event without its newline
+                f.write(b"\n")
+            return
+        rest = data[damage:]
+        if b"\n" in rest:  # a whole corrupt line, not one cut off by a kill mid-write
+            with open(corrupt_path(path), "ab") as kept:
+                kept.write(rest if rest.endswith(b"\n") else rest + b"\n")
+        f.truncate(damage)

@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import shlex
 import subprocess
 import tempfile
+from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 
 from textual import on, work
-from textual.app import App, ComposeResult, SuspendNotSupported
+from textual.app import App, ComposeResult, SuspendNotSupported, SystemCommand
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
+from textual.screen import Screen
 from textual.widgets import Footer, Markdown, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
@@ -32,6 +36,7 @@ from kevin_tui.driver import (
     Phase,
     PromptBuilt,
     Ready,
+    Replied,
     Report,
     TurnEnded,
     TurnStarted,
@@ -39,7 +44,9 @@ from kevin_tui.driver import (
 from kevin_tui.errors import KevinError
 from kevin_tui.evaluator import Evaluator
 from kevin_tui.evaluator.report import profile_digest
+from kevin_tui.headless import action_line, action_records
 from kevin_tui.judge import JudgeFactory
+from kevin_tui.models.base import Reply
 from kevin_tui.session import CandidateRef, Session
 from kevin_tui.tui.evaluation_panel import EvaluationPanel
 from kevin_tui.tui.live_tail import LiveTail
@@ -49,6 +56,7 @@ from kevin_tui.tui.timeline import Timeline, TrajectoryState
 from kevin_tui.views import CandidateView, best_view, diff_base, views_of_session
 
 STREAM_FPS = 15
+TABS = {f"tab('tab-{tab}')": f"the {tab} tab" for tab in ("reasoning", "kernel", "diff", "profile")}
 STEERING = {"continue_turn", "continue_all", "note", "edit", "accept", "undo", "retry", "stop"}
 SEVERAL = {"continue_all", "next_trajectory", "previous_trajectory"}
 
@@ -72,16 +80,28 @@ class KevinApp(App):
         Binding("r", "retry", "Retry", id="retry"),
         Binding("s", "stop", "Stop", id="stop"),
         Binding("]", "next_trajectory", "Trajectory", id="next-trajectory"),
-        Binding("[", "previous_trajectory", "", show=False, id="previous-trajectory"),
-        Binding("t", "tab('tab-reasoning')", "Thinking", show=False, id="thinking"),
-        Binding("k", "tab('tab-kernel')", "Kernel", show=False, id="kernel"),
+        Binding("[", "previous_trajectory", "Previous trajectory", show=False, id="previous-trajectory"),
+        Binding("t", "tab('tab-reasoning')", "Thinking", id="thinking"),
+        Binding("k", "tab('tab-kernel')", "Kernel", id="kernel"),
         Binding("d", "tab('tab-diff')", "Diff", id="diff"),
-        Binding("p", "tab('tab-profile')", "Profile", show=False, id="profile"),
-        Binding("P", "profile_note", "", show=False, id="profile-note"),
+        Binding("p", "tab('tab-profile')", "Profile", id="profile"),
+        Binding("P", "profile_note", "Profile as the next note", show=False, id="profile-note"),
         Binding("b", "best", "Best", id="best"),
+        Binding("v", "verdict", "Verdict", id="verdict"),
         Binding("question_mark", "help", "Help", id="help"),
+        Binding("escape", "close_help", "Close help", show=False, id="close-help"),
         Binding("q", "quit", "Quit", id="quit"),
     ]
+    ACTION_HELP = {  # the command palette's second line, per action
+        "continue_turn": "start the next turn from the selected kernel", "continue_all": "every trajectory's next turn",
+        "note": "a note for Kevin's next turn", "edit": "edit the selected kernel; your edit is judged as a turn",
+        "accept": "commit the selected correct kernel beside the problem", "undo": "take back the last accept",
+        "retry": "sample the latest turn again", "stop": "stop the running turn (what arrived is kept)",
+        "next_trajectory": "show the next trajectory", "previous_trajectory": "show the previous trajectory",
+        "profile_note": "send where the kernel's time goes as the next turn's note",
+        "best": "select the best kernel so far", "verdict": "the verdict panel full screen (again: back)",
+        "help": "keys, and what the timeline's marks mean", "quit": "stop the turn, save the session, and exit",
+    }  # fmt: skip
 
     def __init__(
         self,
@@ -102,6 +122,8 @@ class KevinApp(App):
         self.shown_chars = -1
         self.tokens: int | None = None
         self.shown: CandidateView | None = None
+        self.session_path: Path | None = None  # where the session is, printed on quitting
+        self.streaming: tuple[int, Reply] | None = None  # (trajectory, reply) the live tail shows
 
     # -- layout ----------------------------------------------------------------
 
@@ -120,6 +142,7 @@ class KevinApp(App):
                 with TabPane("Profile", id="tab-profile"), VerticalScroll():
                     yield Static("", id="profile")
             yield EvaluationPanel()
+        with Vertical(id="bottom"):  # docked below both columns: the whole width
             yield Static("starting…", id="status")
             yield Footer()
 
@@ -133,6 +156,8 @@ class KevinApp(App):
             self.set_status(f"replay of {self.replay.path.name} · {self.turn_count()} turns · read-only")
             if self.replay.warning:
                 self.notify(self.replay.warning, severity="warning", timeout=10)
+            for action in action_records(self.replay):  # accepts, applies, undos: the rows mark accepts
+                self.notify(action_line(action), timeout=15)
             return
         problem = self.config.problem.problem
         self.sub_title = " · ".join(x for x in (self.label, problem.name if problem else "resume") if x)
@@ -147,6 +172,8 @@ class KevinApp(App):
             self.notify(f"{event.worker.name} failed: {type(error).__name__}: {error}", severity="error", timeout=30)
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action == "close_help":
+            return bool(self.screen.query("HelpPanel"))
         if self.replay is not None and action in STEERING:
             return False  # replay is read-only
         if action in SEVERAL:
@@ -163,8 +190,13 @@ class KevinApp(App):
         try:
             async with Driver.open(self.config, self.post_report, self.judge) as driver:
                 self.driver = driver
+                self.session_path = driver.session_path
                 panel = self.query_one(EvaluationPanel)
-                panel.hints, panel.several = driver.build_hint, driver.trajectories > 1
+                panel.hints, panel.build_log, panel.several = (
+                    driver.build_hint,
+                    driver.build_log,
+                    driver.trajectories > 1,
+                )
                 self.show_trajectory(0)
                 if self.config.problem.resume:
                     self.notify("session resumed: select the candidate to go on from, then c continues")
@@ -172,7 +204,10 @@ class KevinApp(App):
                     driver.continue_()
                 await self.closing.wait()
         except KevinError as exc:
+            if self.closing.is_set():
+                return
             self.notify(str(exc), severity="error", timeout=30)
+            self.query_one(EvaluationPanel).show_error(f"The run could not start: {exc}")
             self.set_status(f"error: {exc}")
 
     def post_report(self, report: Report) -> None:
@@ -181,28 +216,49 @@ class KevinApp(App):
 
     def on_driver_report(self, message: DriverReport) -> None:
         report = message.report
+        if self.closing.is_set():
+            return  # quitting: the widgets may already be gone
         if isinstance(report, Notice):
             self.notify(report.message, severity=report.severity, timeout=30 if report.severity == "error" else 10)
         elif isinstance(report, ModelStarting):
             self.set_status(f"vLLM starting ({report.elapsed_s:.0f} s): {report.line}")
         elif isinstance(report, Ready):
+            self.query_one(EvaluationPanel).end_phase()  # the reference ran
             self.set_status(self.status_line())
         elif isinstance(report, PromptBuilt):
             self.tokens = report.tokens
             self.set_status(self.status_line())
         elif isinstance(report, Phase):
-            self.query_one(EvaluationPanel).show_phase(report, self.driver.build_log() if self.driver else None)
+            self.query_one(EvaluationPanel).show_phase(report)
         elif isinstance(report, TurnStarted):
             self.running[report.trajectory] = report.turn
             if report.trajectory == self.trajectory:
                 self.follow_stream()
                 self.show_views(self.views(), select=None)
             self.show_strip()
+        elif isinstance(report, Replied):
+            self.reply_ended(report)
         elif isinstance(report, TurnEnded):
             self.turn_ended(report)
 
+    def reply_ended(self, report: Replied) -> None:
+        """The reply on show finished streaming: all of it is shown, not the tail's last frame."""
+        streaming = self.streaming
+        if streaming is None or report.ref.trajectory != self.trajectory or report.ref.candidate != 0:
+            return
+        trajectory, reply = streaming
+        if trajectory == self.trajectory:
+            self.show_reply(reply.reasoning, reply.answer)
+        self.streaming = None
+
+    def show_reply(self, reasoning: str, answer: str) -> None:
+        self.query_one(LiveTail).display = False
+        self.query_one("#reply").display = True
+        self.query_one("#reasoning", Markdown).update(f"{reasoning or '_(no reasoning recorded)_'}\n\n---\n\n{answer}")
+
     def turn_ended(self, report: TurnEnded) -> None:
         self.running.pop(report.trajectory, None)
+        self.query_one(EvaluationPanel).end_phase(report.trajectory)
         if report.trajectory != self.trajectory:
             self.show_strip()
             return
@@ -216,6 +272,7 @@ class KevinApp(App):
     def follow_stream(self) -> None:
         """A turn of the trajectory on show started: its reply streams into the live tail."""
         self.shown_chars = -1
+        self.streaming = None
         live = self.query_one(LiveTail)
         live.clear()
         live.display = True
@@ -225,8 +282,9 @@ class KevinApp(App):
     def show_stream(self) -> None:
         """15 times a second: the bounded tail of the reply streaming in the trajectory on show."""
         reply = self.driver.live(self.trajectory) if self.driver else None
-        if reply is None:
+        if reply is None or self.closing.is_set() or not self.query(LiveTail):  # quitting: nothing to paint
             return
+        self.streaming = (self.trajectory, reply)
         size = len(reply.reasoning) + len(reply.answer)
         if size == self.shown_chars:
             return
@@ -282,18 +340,22 @@ class KevinApp(App):
         if self.driver is not None:
             self.driver.select(view.ref)
         if self.driver is None or not self.driver.busy(self.trajectory):
-            reasoning = view.reasoning or "_(no reasoning recorded)_"
-            answer = view.answer if view.code is None else (view.summary or "")
-            self.query_one(LiveTail).display = False
-            self.query_one("#reply").display = True
-            self.query_one("#reasoning", Markdown).update(f"{reasoning}\n\n---\n\n{answer}")
+            self.show_reply(view.reasoning, view.answer if view.code is None else (view.summary or ""))
         self.query_one("#kernel", Static).update(kernel_renderable(view.code))
         self.query_one("#profile", Static).update(profile_renderable(view.verdict))
         self.shown = view
-        self.query_one(EvaluationPanel).show_verdict(view.verdict)
+        which = f"turn {view.number}" + (f".{view.ref.candidate + 1}" if view.of > 1 else "")
+        self.query_one(EvaluationPanel).show_verdict(view.verdict, which)
         base = diff_base(self.query_one(Timeline).views, view)
         label = f"turn {base.number}" if base else ""
         self.query_one("#diff", Static).update(diff_renderable(base.code if base else None, view.code, label))
+
+    def where_said(self) -> str | None:
+        """Where the session is and how to go on with it, for the terminal after the app exits."""
+        path = self.session_path
+        if path is None or not path.exists():
+            return None
+        return f"the session is in {path} (see it: kevin-tui replay {path}; go on: kevin-tui optimize --resume {path})"
 
     def set_status(self, text: str) -> None:
         self.query_one("#status", Static).update(text)
@@ -302,9 +364,17 @@ class KevinApp(App):
         if self.driver is None:
             return ""
         info = self.driver.info
-        used = f"prompt {self.tokens}/{info.budget} tokens" if self.tokens is not None else f"budget {info.budget}"
-        sandbox = f" · sandbox: {info.sandbox}" if info.sandbox else ""
-        return f"{info.model} · {info.backend} · {info.device}{sandbox} · {used} · {info.session}"
+        used = f"prompt {self.tokens}/{info.budget}" if self.tokens is not None else f"budget {info.budget}"
+        model = info.model.rsplit("/", 1)[-1]  # the organisation is in the session header
+        backend = "" if model.startswith(f"{info.backend}:") else f" · {info.backend}"
+        parts = [
+            info.session.stem,
+            f"{model}{backend}",
+            info.device,
+            f"sandbox {info.sandbox.split(' (')[0]}" if info.sandbox else "",
+            used,
+        ]
+        return " · ".join(p for p in parts if p)  # fits 100 columns: the session first; why a sandbox is off: verdicts
 
     # -- intents -------------------------------------------------------------------
 
@@ -392,7 +462,34 @@ class KevinApp(App):
         self.show_trajectory(best.trajectory, select=best)
 
     def action_help(self) -> None:
-        self.action_show_help_panel()
+        """? opens the keys and the timeline's legend beside the screen; ? or Escape closes them."""
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
+        self.refresh_bindings()
+
+    def action_close_help(self) -> None:
+        self.action_hide_help_panel()
+        self.refresh_bindings()
+
+    def action_verdict(self) -> None:
+        """The verdict panel maximised (it scrolls: checks, coverage, other sizes), or back."""
+        screen = self.screen
+        if screen.maximized is not None:
+            screen.minimize()
+        else:
+            screen.maximize(self.query_one(EvaluationPanel), container=False)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """The palette lists every action with the key that does it (as remapped by [keys])."""
+        yield from super().get_system_commands(screen)
+        for key, active in screen.active_bindings.items():
+            binding = active.binding
+            if active.node is self and active.enabled and binding.action in self.ACTION_HELP | TABS:
+                title = f"{binding.description} ({self.get_key_display(dataclasses.replace(binding, key=key))})"
+                help = self.ACTION_HELP.get(binding.action) or TABS[binding.action]
+                yield SystemCommand(title, help, partial(self.run_action, binding.action))
 
     def action_accept(self) -> None:
         view = self.query_one(Timeline).selected()
@@ -407,6 +504,7 @@ class KevinApp(App):
         outcome = await self.driver.accept(ref, slower_ok, git_init)
         if outcome.ask is None:
             self.notify(outcome.message, severity="information" if outcome.ok else "error")
+            self.show_views(self.views(), select=None)  # the row is marked accepted
             if outcome.ok and (question := self.driver.apply_offer()):
                 self.push_screen(ConfirmScreen(question), self._apply_if_yes)
             return
@@ -437,10 +535,18 @@ class KevinApp(App):
             self.notify(outcome.message, severity="information" if outcome.ok else "warning")
 
     async def action_quit(self) -> None:
-        """Running turns are stopped and the session records the stop before the app exits."""
+        """Running turns are stopped, their builds and workers killed, and the session records the
+        stop before the app exits (at once: nothing is waited out)."""
+        if self.closing.is_set():
+            return
         self.closing.set()
+        self.set_status("quitting: stopping the turn and its workers…")
         for worker in self.workers:
             if worker.group == "run":
                 with contextlib.suppress(WorkerCancelled, WorkerFailed):
                     await worker.wait()
         self.exit()
+
+    def action_help_quit(self) -> None:
+        """Ctrl-C quits, as a user expects (a focused text field keeps it for copying)."""
+        self.call_later(self.action_quit)

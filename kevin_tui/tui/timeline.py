@@ -18,12 +18,30 @@ GLYPHS = {  # narrow in every common monospace font (emoji widths vary between t
     "timeout": "◴", "compile_error": "#", "format_error": "?", "pending": "…",
 }  # fmt: skip
 RUNNING = "⟳"
+ACCEPTED = "⇧"
+MEANINGS = {  # the legend (help screen)
+    "correct": "correct (checked and timed)", "compiled": "built, not judged", "incorrect": "wrong output",
+    "rejected": "rejected (a rule of the judge)", "runtime_error": "raised or crashed", "timeout": "too slow to finish",
+    "compile_error": "did not build", "format_error": "no kernel in the reply", "pending": "not judged yet",
+}  # fmt: skip
+
+
+def legend() -> str:
+    """What the timeline's glyphs mean, one per line."""
+    lines = [f"{GLYPHS[status]}  {meaning}" for status, meaning in MEANINGS.items()]
+    lines += [
+        f"{RUNNING}  running now",
+        "*  the best kernel so far",
+        "✎  edited by you",
+        f"{ACCEPTED}  accepted (committed)",
+    ]
+    return "\n".join(lines)
 
 
 def row_label(view: CandidateView, best: bool) -> str:
     speed = f"{view.speedup:5.2f}x" if view.speedup is not None else "      "
     star = "*" if best else " "
-    edited = " ✎" if view.edited else ""
+    edited = (" ✎" if view.edited else "") + (f" {ACCEPTED}" if view.accepted else "")
     status = view.status.removesuffix("_error")  # compile, format, runtime: the glyph says error
     which = f".{view.ref.candidate + 1}" if view.of > 1 else ""
     return f"{star}{GLYPHS.get(view.status, '·')} {view.number:>3}{which} {speed} {status}{edited}"
@@ -40,6 +58,8 @@ class TrajectoryState:
 
 
 class Timeline(Vertical):
+    HELP = "### The timeline\n\n" + "\n".join(f"- `{line[:1]}` {line[3:]}" for line in legend().splitlines())
+
     class Selected(Message):
         """The user moved to a row."""
 
@@ -70,6 +90,8 @@ class Timeline(Vertical):
         """The rows, and a last one for the turn `running` while it runs; keeps the row on show
         unless told which to select."""
         turns = self.query_one("#turns", ListView)
+        if not turns.is_attached:  # the app is closing
+            return
         previous = self.selected()
         self.views = views
         turns.clear()

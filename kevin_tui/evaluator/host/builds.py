@@ -130,6 +130,7 @@ class BuildBroker:
         self.root.mkdir(parents=True, exist_ok=True)
         (self.root.parent / "pch").mkdir(parents=True, exist_ok=True)
         self.verified: dict[str, Entry] = {}
+        self.last_log: Path | None = None  # the latest builder's log: its stages, stamped, as they happen
 
     def key(self, spec: dict[str, Any], versions: dict[str, Any]) -> str:
         payload = {**spec, **versions, "arch": self.env.get("TORCH_CUDA_ARCH_LIST", ""), "python": sys.version_info[:2]}
@@ -198,6 +199,7 @@ class BuildBroker:
         scratch = self.scratch / f"builder-{temporary.name}"
         binds = [Bind(str(temporary), writable=True), Bind(str(self.root.parent / "pch"), writable=True)]
         worker = WorkerProcess("builder", scratch, self.env, self.sandbox, binds, self.limits)
+        self.last_log = worker.log_path
         try:
             worker.send(
                 {"cmd": "build", "spec": spec, "directory": str(temporary), "cache_root": str(self.root.parent)}

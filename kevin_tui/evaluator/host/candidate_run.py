@@ -39,6 +39,7 @@ from kevin_tui.evaluator.host.timing import (
 from kevin_tui.evaluator.host.workers import Arrived, WorkerGone, WorkerProcess, WorkerTimeout, describe_exit
 from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import Check, EnvironmentProblem, Status, Timing, Verdict, Warning_
+from kevin_tui.ranking import speed_class
 
 if TYPE_CHECKING:
     from kevin_tui.evaluator.host.evaluator import Evaluator
@@ -574,7 +575,7 @@ def describe_speedup(verdict: Verdict) -> str:
     if verdict.speedup_interval is None:
         return f"{verdict.speedup:.2f}x vs eager"
     low, high = verdict.speedup_interval
-    if low <= 1.0 <= high:
+    if speed_class(verdict.speedup, verdict.speedup_interval) == "same":
         measured = verdict.details.get("measured_speedup", verdict.speedup)
         return f"no measurable difference from eager (measured {measured:.2f}x, 95% interval {low:.2f}-{high:.2f}x)"
     return f"{verdict.speedup:.2f}x vs eager (95% interval {low:.2f}-{high:.2f}x)"

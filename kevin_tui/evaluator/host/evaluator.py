@@ -28,7 +28,7 @@ from kevin_tui.evaluator.host.sanitizer import find_sanitizer, sanitize_pass, to
 from kevin_tui.evaluator.host.scratch import given_dir, make_scratch
 from kevin_tui.evaluator.host.speed_of_light import Bound, Peaks, cached_cpu_peaks, cpu_key, gpu_peaks, store_cpu_peaks
 from kevin_tui.evaluator.host.static_checks import run_static_checks
-from kevin_tui.evaluator.host.workers import Arrived, WorkerGone, WorkerProcess, WorkerTimeout
+from kevin_tui.evaluator.host.workers import Arrived, WorkerGone, WorkerProcess, WorkerTimeout, kill_workers_under
 from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import EnvironmentProblem, Status, Verdict, Warning_
 from kevin_tui.problem import Problem, ProblemError, top_level_names
@@ -126,11 +126,12 @@ class Evaluator:
         self.init_seed = self.options.seed if self.options.seed is not None else secrets.randbits(31)
         self.broker = BuildBroker(self.options.cache_dir / "builds", self.sandbox, self.env, self.limits, self.scratch)
         self.reference: WorkerProcess | None = None
+        self.closed = False
         self._ready: dict[str, Any] | None = None
         self._spare: tuple[WorkerProcess, Path] | None = None
         self.counter = itertools.count(1)
         self._bound: Bound | None = None
-        self.last_log: Path | None = None
+        self._candidate_log: Path | None = None
 
     def __enter__(self) -> Evaluator:
         return self
@@ -138,13 +139,18 @@ class Evaluator:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def last_log(self) -> Path | None:
+        """What the app shows under the build phase: the running builder's stamped stages, else the
+        latest candidate worker's log."""
+        return self.broker.last_log or self._candidate_log
+
     def close(self) -> None:
-        if self._spare is not None:
-            self._spare[0].kill()
-            self._spare = None
-        if self.reference is not None:
-            self.reference.close()
-            self.reference = None
+        """Stop every worker at once, in-flight builds and runs included (a thread still waiting on one
+        gets WorkerGone and returns), the reference too: it holds nothing that needs saving."""
+        self.closed = True
+        self._spare, self.reference = None, None
+        kill_workers_under(self.scratch)
         shutil.rmtree(self.scratch, ignore_errors=True)
 
     @property
@@ -319,7 +325,8 @@ class Evaluator:
 
     def _run_candidate(self, source: str) -> Verdict:
         worker, scratch = self._take_candidate_worker()
-        self.last_log = worker.log_path
+        self._candidate_log = worker.log_path
+        self.broker.last_log = None
         (scratch / "candidate.py").write_text(source)
         run = CandidateRun(self, worker, scratch, source, evaluation=next(self.counter))
         try:
@@ -331,7 +338,7 @@ class Evaluator:
             return verdict
         finally:
             worker.kill()
-            if self.prespawn:  # started only now, so its import never competes with this timing
+            if self.prespawn and not self.closed:  # started only now, so its import never competes with this timing
                 self._spare = self.spawn_candidate_worker()
 
     def _nsight(self, verdict: Verdict, inputs: Path, source: str) -> None:

@@ -31,6 +31,8 @@ from kevin_tui.processes import cpu_seconds, kill_namespace, kill_process_group,
 
 EXIT_GRACE_S = 5.0  # for a worker asked to exit, before it is killed
 MAX_QUEUED_EVENTS = 10_000
+_live: set[WorkerProcess] = set()  # started and not yet killed: what kill_workers_under can reach
+_live_lock = threading.Lock()
 
 
 class WorkerGone(Exception):
@@ -120,6 +122,8 @@ class WorkerProcess:
                 os.close(fd)
         self._init_pidfd = -1  # the sandbox's first process, found before any command is sent (-2: none, or gone)
         self._commands = os.fdopen(self._command_write, "wb", buffering=0)
+        with _live_lock:
+            _live.add(self)
         self.events: queue.Queue[Arrived | ProtocolViolation | EOFError] = queue.Queue(MAX_QUEUED_EVENTS)
         self.started = threading.Event()
         threading.Thread(target=self._read, name=f"kevin-{role}-reader", daemon=True).start()
@@ -230,6 +234,8 @@ class WorkerProcess:
         without a sandbox; nothing in it needs a chance to clean up, and the reference is asked to exit by
         close()); making sure it is gone (the namespace empty, its cgroups swept, the worker reaped) happens
         on a thread, so the caller goes on at once: `reaped()` waits for it. A second kill does nothing."""
+        with _live_lock:
+            _live.discard(self)
         with self._teardown_lock:
             if self._killed:
                 return
@@ -277,3 +283,13 @@ class WorkerProcess:
         for thread in list(self._teardown):
             thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
         return self._killed and not any(t.is_alive() for t in self._teardown)
+
+
+def kill_workers_under(root: Path) -> None:
+    """Kill every live worker whose scratch is under `root`, whichever thread is waiting on it: an
+    evaluator closing mid-build (the user quit) ends its builds now instead of waiting them out; the
+    waiting thread gets WorkerGone."""
+    with _live_lock:
+        doomed = [w for w in _live if w.log_path.is_relative_to(root)]
+    for worker in doomed:
+        worker.kill()

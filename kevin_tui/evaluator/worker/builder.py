@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kevin_tui.evaluator.worker.channel import Channel
-from kevin_tui.evaluator.worker.common import EnvironmentProblem, short_traceback
+from kevin_tui.evaluator.worker.common import EnvironmentProblem, log_stage, short_traceback
 from kevin_tui.evaluator.worker.light_headers import light_prelude, undefined_names, without_heavy_includes
 from kevin_tui.evaluator.worker.pch import pch_flags
 
@@ -114,8 +114,10 @@ class Builder:
         _compile_only()
         implicit = not spec["no_implicit_headers"]
         flags = list(spec["extra_cflags"])
+        log_stage(f"build {spec['name']}: {'nvcc and ' if cuda else ''}g++ {' '.join(flags)}".rstrip())
         if implicit or spec["kind"] == "files":
             flags = pch_flags(self.cache_root, flags, spec["extra_include_paths"]) + flags
+        log_stage("compiling and linking (the compiler's messages are shown if it fails)")
         if spec["kind"] == "files":
             source_dir = self.directory / "sources"
             source_dir.mkdir(exist_ok=True)

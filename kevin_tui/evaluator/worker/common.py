@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +15,13 @@ from typing import Any
 from kevin_tui import devices
 
 PLAIN_TYPES = (int, float, bool, str, type(None))
+STARTED = time.monotonic()  # the worker's start: what its log's stamps count from
+
+
+def log_stage(text: str) -> None:
+    """A line in the worker's log (the app shows the builder's tail live), stamped with the seconds
+    since the worker started."""
+    print(f"[{time.monotonic() - STARTED:5.1f} s] {text}", file=sys.stderr, flush=True)
 
 
 class EnvironmentProblem(Exception):

@@ -27,6 +27,8 @@ import sysconfig
 from functools import cache
 from pathlib import Path
 
+from kevin_tui.evaluator.worker.common import log_stage
+
 HEADER = "torch_extension_pch.h"
 
 
@@ -70,8 +72,11 @@ def pch_relevant(flags: list[str]) -> list[str]:
     return [f for f in flags if not (f.startswith("-W") and not f.startswith("-Wp,")) and f != "-w"]
 
 
+DEFAULT_MAX_GB = "2"  # two headers (~0.8 GB each: e.g. -O2 and -O3); a third flag set evicts the oldest
+
+
 def max_bytes() -> int:
-    return int(float(os.environ.get("KEVIN_TUI_PCH_MAX_GB", "3")) * (1 << 30))
+    return int(float(os.environ.get("KEVIN_TUI_PCH_MAX_GB", DEFAULT_MAX_GB)) * (1 << 30))
 
 
 def directory_bytes(path: Path) -> int:
@@ -126,6 +131,13 @@ def evict(pch_root: Path, keep: Path, limit: int) -> list[Path]:
     return removed
 
 
+def remove_partials(directory: Path) -> None:
+    """Half-written headers (up to ~0.8 GB each) of builds killed mid-way (the user quit): called
+    under the directory's exclusive lock, so no live build is writing one."""
+    for partial in directory.glob(f"{HEADER}.gch.*"):
+        partial.unlink(missing_ok=True)
+
+
 def pch_flags(cache_root: Path, extra_cflags: list[str], include_paths: list[str]) -> list[str]:
     """Flags that make g++ use a PCH of torch/extension.h built for these flags; [] when unavailable."""
     if not sys.platform.startswith("linux") or not is_gcc(cxx_compiler()):
@@ -144,6 +156,8 @@ def pch_flags(cache_root: Path, extra_cflags: list[str], include_paths: list[str
         lock.close()
         return []
     if not gch.exists():
+        remove_partials(directory)
+        log_stage("precompiling torch/extension.h for these compiler flags (once per flag set, about a minute)")
         header.write_text("#include <torch/extension.h>\n")
         partial = directory / f"{HEADER}.gch.{os.getpid()}"
         command = pch_command(header, partial, extra_cflags, include_paths)
@@ -154,6 +168,7 @@ def pch_flags(cache_root: Path, extra_cflags: list[str], include_paths: list[str
             print(f"kevin-tui: no precompiled header ({result.stderr[-500:]})", file=sys.stderr)
             return []
         partial.rename(gch)
+        log_stage("precompiled header ready")
     fcntl.flock(lock, fcntl.LOCK_SH)
     _held.append(lock)
     (directory / ".used").touch()
