@@ -214,6 +214,14 @@ def build_parser() -> argparse.ArgumentParser:
     p_apply.add_argument("--rounds", type=positive_int, default=20, help="interleaved timing rounds (default 20)")
     p_apply.add_argument("--rtol", type=float, help="relative tolerance (default: by dtype, float32 1e-4)")
     p_apply.add_argument("--atol", type=float, help="absolute tolerance (default: rtol times the largest output)")
+    p_apply.add_argument(
+        "--steps",
+        type=int,
+        default=3,
+        metavar="K",
+        help="optimizer steps of SGD and of AdamW compared with and without the kernel (default 3; 0: none)",
+    )
+    p_apply.add_argument("--no-compile", action="store_true", help="do not check torch.compile(model)")
     p_apply.add_argument("--no-git", action="store_true", help="only write the helper")
     p_apply.add_argument("--git-init", action="store_true", help="create a git repository if there is none")
     p_apply.add_argument("--sessions-dir", type=Path, default=Path("sessions"), help="where the kernel's session is")

@@ -157,7 +157,7 @@ def cmd_profile(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_apply(args: argparse.Namespace, settings: Settings) -> int:
     from kevin_tui.usermodel.apply import CheckOptions, apply_kernel, record_in_session
 
-    options = CheckOptions(args.device, args.rounds, args.rtol, args.atol)
+    options = CheckOptions(args.device, args.rounds, args.rtol, args.atol, args.steps, not args.no_compile)
     check = check_spec(args)
     if check is not False:
         print(f"kevin-tui: checking {args.kernel} in your model…", file=sys.stderr)
