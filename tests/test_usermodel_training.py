@@ -18,7 +18,7 @@ import torch
 from kevin_tui.usermodel.apply import CheckOptions, apply_kernel
 from kevin_tui.usermodel.problems import make_problem
 from kevin_tui.usermodel.specs import ModelSpec
-from tests.conftest import REPO
+from tests.conftest import CANDIDATES, REPO
 
 EXAMPLES = REPO / "examples"
 SMALL = {"vocab": 50, "dim": 64, "hidden": 128, "heads": 4, "layers": 2}
@@ -70,7 +70,11 @@ def applied_helper(project: Path, kernel_source: Path, **options) -> ModuleType:
     kernel = project / "problems" / "blocks_GeluGate_kernel.py"
     shutil.copyfile(kernel_source, kernel)
     applied = apply_kernel(kernel.relative_to(project), git=False, **options)
-    spec = importlib.util.spec_from_file_location(f"helper_{id(applied)}", project / applied.helper)
+    return imported(project / applied.helper)
+
+
+def imported(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"helper_{abs(hash(path))}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -112,10 +116,73 @@ def test_training_with_a_forward_only_kernel_installed_gives_the_models_gradient
 
 
 def test_apply_check_proves_training_and_compilation_of_the_model(project):
+    """tinylm with the forward-only C++ kernel: the recompute backward, every gradient, 3 SGD and 3 AdamW
+    steps, torch.compile with no graph break, all in the output and the commit."""
     kernel = project / "problems" / "blocks_GeluGate_kernel.py"
     shutil.copyfile(EXAMPLES / "kernels" / "gelu_gate_cpp.py", kernel)
     model = ModelSpec.parse("tinylm/model.py:TinyLM", ",".join(f"{k}={v}" for k, v in SMALL.items()),
                             ["tokens=int64[2,8]~randint(0,50)"])  # fmt: skip
     applied = apply_kernel(kernel.relative_to(project), check=model, options=CheckOptions("cpu", rounds=3))
-    print("\n".join(applied.lines()))
     assert applied.passed, applied.check["message"]
+    training = applied.check["training"]
+    assert training["backward"] == "recompute" and "cuts the graph" in training["own_backward"]
+    assert training["compared"] == 19 and training["max_grad_diff"] < 1e-4
+    for name in ("SGD", "AdamW"):
+        steps = training["steps"][name]
+        assert len(steps["losses_before"]) == 3 and steps["max_param_diff"] < 1e-4
+        assert steps["losses_before"] == pytest.approx(steps["losses_after"], rel=1e-4)
+    assert training["compiled"]["graph_breaks"] == 0 and training["compiled"]["max_grad_diff"] < 1e-4
+    assert training["step"]["before_ms"] > 0 and training["saved_after_bytes"] > 0
+    message = git(project, "log", "-1", "--format=%B")
+    said = "\n".join(applied.lines())
+    for text in ("backward: recomputes the original block", "gradients match: 19 parameters", "3 SGD steps: losses",
+                 "3 AdamW steps", "torch.compile: 0 graph breaks", "training step (forward and backward)",
+                 "saved for backward per call"):  # fmt: skip
+        assert text in message and text in said
+    assert "BACKWARD = 'recompute'" in (project / applied.helper).read_text()
+
+
+def own_backward_kernel(project: Path, grad_up_bias: float = 1.0) -> Path:
+    kernel = project / "problems" / "blocks_GeluGate_kernel.py"
+    text = (CANDIDATES / "gelu_gate_autograd_cpp.py").read_text()
+    kernel.write_text(text.replace("GRAD_UP_BIAS = 1.0", f"GRAD_UP_BIAS = {grad_up_bias}"))
+    return kernel.relative_to(project)
+
+
+def block_gradients(block: torch.nn.Module, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    x = x.clone().requires_grad_()
+    block.zero_grad()
+    (block(x) * torch.linspace(-1, 1, x.shape[-1])).sum().backward()
+    return {"x": x.grad, **{name: p.grad for name, p in block.named_parameters()}}
+
+
+def test_a_kernel_with_its_own_backward_is_used_once_its_gradients_match(project):
+    applied = apply_kernel(own_backward_kernel(project), check=True, options=CheckOptions("cpu", rounds=2, steps=1))
+    assert applied.passed, applied.check["message"]
+    assert applied.check["training"]["backward"] == "kernel" and applied.check["training"]["compared"] == 5
+    assert "backward: the kernel's own (its gradients match the model's)" in "\n".join(applied.lines())
+    helper = imported(project / applied.helper)
+    assert helper.BACKWARD == "kernel"
+    from tinylm.blocks import GeluGate
+
+    torch.manual_seed(0)
+    block = GeluGate(64, 128)
+    installed = helper.install(copy.deepcopy(block))
+    x = torch.randn(2, 8, 64)
+    assert_same_gradients(block_gradients(block, x), block_gradients(installed, x))
+
+
+def test_a_kernel_whose_own_backward_is_wrong_gets_the_recompute_one(project):
+    applied = apply_kernel(
+        own_backward_kernel(project, 2.0), check=True, options=CheckOptions("cpu", rounds=2, steps=1)
+    )
+    assert applied.passed, applied.check["message"]
+    training = applied.check["training"]
+    assert training["backward"] == "recompute" and "the gradient of parameter up.bias" in training["own_backward"]
+    helper = imported(project / applied.helper)
+    from tinylm.blocks import GeluGate
+
+    torch.manual_seed(0)
+    block = GeluGate(64, 128)
+    x = torch.randn(2, 8, 64)
+    assert_same_gradients(block_gradients(block, x), block_gradients(helper.install(copy.deepcopy(block)), x))
