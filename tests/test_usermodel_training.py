@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import importlib.util
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -15,6 +17,7 @@ from types import ModuleType
 import pytest
 import torch
 
+from kevin_tui.problem import problem_origin
 from kevin_tui.usermodel.apply import CheckOptions, apply_kernel
 from kevin_tui.usermodel.problems import make_problem
 from kevin_tui.usermodel.specs import ModelSpec
@@ -186,3 +189,46 @@ def test_a_kernel_whose_own_backward_is_wrong_gets_the_recompute_one(project):
     block = GeluGate(64, 128)
     x = torch.randn(2, 8, 64)
     assert_same_gradients(block_gradients(block, x), block_gradients(helper.install(copy.deepcopy(block)), x))
+
+
+BF16_MODEL = '''import torch
+from tinylm.model import TinyLM
+
+
+def build_model():
+    """TinyLM as it is trained in bfloat16."""
+    torch.manual_seed(0)
+    return TinyLM(vocab=50, dim=64, hidden=128, heads=4, layers=1).to(torch.bfloat16)
+'''
+
+
+def kevin(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "PYTHONPATH": str(REPO), "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run([sys.executable, "-m", "kevin_tui", *args], cwd=repo, env=environment, capture_output=True,
+                          text=True, timeout=900)  # fmt: skip
+
+
+def test_a_bf16_block_is_extracted_judged_and_applied_in_bf16(project, build_cache, monkeypatch):
+    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+    (project / "bf16.py").write_text(BF16_MODEL)
+    made = kevin(project, "profile", "bf16.py:build_model", "--input", "tokens=int64[2,8]~randint(0,50)", "--calls",
+                 "1", "--extract", "GeluGate", "--problems-dir", "bf16")  # fmt: skip
+    assert made.returncode == 0, made.stderr + made.stdout
+    problem = project / "bf16" / "blocks_GeluGate.py"
+    assert problem_origin(problem.read_text())["dtype"] == "bfloat16"
+    assert "self.to(torch.bfloat16)  # its parameters are bfloat16 in your model" in problem.read_text()
+    assert "x=bfloat16[2,8,64]" in problem_origin(problem.read_text())["inputs"][0]
+    kernel = project / "bf16" / "blocks_GeluGate_kernel.py"
+    shutil.copyfile(CANDIDATES / "gelu_gate_torch_bf16.py", kernel)
+    judged = kevin(project, "eval", "bf16/blocks_GeluGate.py", "bf16/blocks_GeluGate_kernel.py", "--device", "cpu",
+                   "--no-timing", "--json")  # fmt: skip
+    assert json.loads(judged.stdout)["status"] == "correct", judged.stdout + judged.stderr
+    wrong = project / "float32_out.py"
+    wrong.write_text(kernel.read_text().replace("FLOAT32_OUTPUT = False", "FLOAT32_OUTPUT = True"))
+    judged = kevin(project, "eval", "bf16/blocks_GeluGate.py", "float32_out.py", "--device", "cpu", "--no-timing",
+                   "--json")  # fmt: skip
+    verdict = json.loads(judged.stdout)
+    assert verdict["status"] == "incorrect" and "dtype torch.float32, expected torch.bfloat16" in judged.stdout
+    applied = apply_kernel(kernel.relative_to(project), check=True, options=CheckOptions("cpu", rounds=2, steps=1))
+    assert applied.passed, applied.check["message"]
+    assert applied.check["training"]["compiled"]["graph_breaks"] == 0

@@ -123,7 +123,9 @@ def training_lines(training: dict[str, Any] | None) -> list[str]:
         else:
             lines.append(f"  torch.compile: {compiled['graph_breaks']} graph breaks, output within "
                          f"{compiled['max_abs_diff']:.3g}" + (f", gradients within {compiled['max_grad_diff']:.3g}"
-                                                              if "max_grad_diff" in compiled else ""))  # fmt: skip
+                                                              if "max_grad_diff" in compiled else "")
+                         + (f" (torch.compile alone differs from eager by {compiled['compile_itself']:.3g})"
+                            if "compile_itself" in compiled else ""))  # fmt: skip
     if step := training.get("step"):
         lines.append(f"  training step (forward and backward): {step['before_ms']:.3f} ms before, "
                      f"{step['after_ms']:.3f} ms after: {speed_text(step)}")  # fmt: skip

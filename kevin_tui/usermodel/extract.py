@@ -9,6 +9,7 @@ kinds. A problem that does not is never written.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
 import tempfile
@@ -19,16 +20,32 @@ import torch
 from torch import nn
 
 from kevin_tui.usermodel.bundle import relative_path
-from kevin_tui.usermodel.capture import Call, NotWritable, in_order, is_users, source_file, spec_of, write
+from kevin_tui.usermodel.capture import (
+    Call,
+    NotWritable,
+    dtype_of,
+    in_order,
+    is_users,
+    source_file,
+    spec_of,
+    write,
+)
 from kevin_tui.usermodel.loader import UserModelError, check_steady, forward_parameters, same_output, where
 from kevin_tui.usermodel.problem_text import ProblemSpec, problem_file_name, problem_text
 from kevin_tui.usermodel.specs import InputSpec, SpecError
 
 
 def problem_spec(
-    module: nn.Module, init: Call | None, inputs: list[InputSpec], roots: list[Path], root: Path, target: str | None
+    module: nn.Module,
+    init: Call | None,
+    inputs: list[InputSpec],
+    roots: list[Path],
+    root: Path,
+    target: str | None,
+    autocast: str | None = None,
 ) -> ProblemSpec:
-    """What the problem is made of; raises NotWritable when a part cannot be written as Python."""
+    """What the problem is made of, in the dtype the module's parameters have and the autocast it ran
+    under; raises NotWritable when a part cannot be written as Python."""
     cls = type(module)
     if not is_users(cls, roots):
         raise NotWritable(f"{cls.__module__}.{cls.__qualname__} is not a class of your code")
@@ -45,6 +62,8 @@ def problem_spec(
         inputs=inputs,
         training=module.training,
         needs=needs,
+        dtype=dtype_of(module),
+        autocast=autocast,
     )
 
 
@@ -62,7 +81,8 @@ def write_and_check(
         text = problem_text(spec, roots, root, problems_dir)
     except SpecError as exc:
         raise UserModelError(str(exc)) from None
-    expected = check_steady(module, args)
+    with running_as(spec, args):
+        expected = check_steady(module, args)
     with tempfile.TemporaryDirectory(prefix="kevin-problem-") as directory:
         path = Path(directory) / problem_file_name(spec)
         path.write_text(text)
@@ -83,6 +103,14 @@ def write_and_check(
         if _kind(value) != _kind(made):
             raise UserModelError(f"the problem's get_inputs() draws {name} as {_kind(made)}, not {_kind(value)}")
     return path.name, text
+
+
+def running_as(spec: ProblemSpec, args: list[Any]) -> contextlib.AbstractContextManager:
+    """The autocast the module ran under in your model (none when it ran without)."""
+    if spec.autocast is None:
+        return contextlib.nullcontext()
+    device = next((a.device.type for a in args if isinstance(a, torch.Tensor)), "cpu")
+    return torch.autocast(device, dtype=getattr(torch, spec.autocast))
 
 
 def _import(path: Path) -> Any:

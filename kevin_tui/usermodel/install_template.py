@@ -25,6 +25,7 @@ every model exactly as it is.
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import hashlib
 import importlib.util
@@ -248,6 +249,8 @@ class KernelOperator:
             tensors, layout, training = inputs
             ctx.wanted = [t.requires_grad and t.is_floating_point() for t in tensors]
             ctx.layout, ctx.training = layout, training
+            device = tensors[0].device.type if tensors else "cpu"
+            ctx.autocast = (device, torch.get_autocast_dtype(device)) if torch.is_autocast_enabled(device) else None
             ctx.save_for_backward(*tensors)
 
         def backward(ctx: Any, grads: list[torch.Tensor | None]) -> tuple[Any, None, None]:
@@ -260,7 +263,8 @@ class KernelOperator:
                     tensors[index] = value
                 return self.run(self.reference, tensors, ctx.layout, ctx.training)
 
-            outputs, vjp = torch.func.vjp(reference, *(saved[i] for i in wanted))
+            with autocast_as(ctx.autocast):  # the backward runs outside the forward's autocast
+                outputs, vjp = torch.func.vjp(reference, *(saved[i] for i in wanted))
             cotangents = [torch.zeros_like(o) if g is None else g for o, g in zip(outputs, grads, strict=True)]
             got = dict(zip(wanted, vjp(cotangents), strict=True))
             return [got.get(i) for i in range(len(saved))], None, None
@@ -269,6 +273,10 @@ class KernelOperator:
         op.register_fake(shapes)
         op.register_autograd(backward, setup_context=setup_context)
         return op
+
+
+def autocast_as(state: tuple[str, torch.dtype] | None) -> Any:
+    return contextlib.nullcontext() if state is None else torch.autocast(state[0], dtype=state[1])
 
 
 @functools.cache

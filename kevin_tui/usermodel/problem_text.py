@@ -34,6 +34,8 @@ class ProblemSpec:
     training: bool
     needs: list[tuple[Path, str]] = field(default_factory=list)  # more of your names the arguments use
     model: dict[str, Any] | None = None  # {"target", "init", "inputs"} of the model it was profiled in
+    dtype: str | None = None  # its parameters' dtype in your model, when not float32 ("bfloat16")
+    autocast: str | None = None  # the dtype autocast ran it in, when it did
 
     def origin(self, root: Path, problems_dir: Path) -> dict[str, Any]:
         """What the first line records; paths are relative to `root`, itself relative to the problem."""
@@ -46,6 +48,8 @@ class ProblemSpec:
             "inputs": [s.text() for s in self.inputs],
             "training": self.training,
             **({"model": self.model} if self.model else {}),
+            **({"dtype": self.dtype} if self.dtype else {}),
+            **({"autocast": self.autocast} if self.autocast else {}),
         }
 
 
@@ -100,10 +104,18 @@ def problem_text(spec: ProblemSpec, roots: list[Path], root: Path, problems_dir:
 
 
 def _model_class(spec: ProblemSpec) -> str:
+    """Model: your class, in the mode, dtype and autocast it runs in in your model."""
     if spec.class_name == "Model":
         return ""
+    setup = [] if spec.training else ["        self.eval()  # it runs in eval mode in your model"]
+    if spec.dtype:
+        setup.append(f"        self.to(torch.{spec.dtype})  # its parameters are {spec.dtype} in your model")
     lines = [f"class Model({spec.class_name}):", f'    """{spec.class_name}, as your model uses it."""']
-    if not spec.training:
-        lines += ["", "    def __init__(self, *args):", "        super().__init__(*args)",
-                  "        self.eval()  # it runs in eval mode in your model"]  # fmt: skip
+    if setup:
+        lines += ["", "    def __init__(self, *args):", "        super().__init__(*args)", *setup]
+    if spec.autocast:
+        lines += ["", "    def forward(self, *args):",
+                  "        device = next((a.device.type for a in args if isinstance(a, torch.Tensor)), 'cpu')",
+                  f"        with torch.autocast(device, dtype=torch.{spec.autocast}):  # as in your model",
+                  "            return super().forward(*args)"]  # fmt: skip
     return "\n".join([*lines, "", "", ""])

@@ -137,8 +137,10 @@ def _module_rows(
             continue  # not yours, or built but never called
         try:
             specs, values = input_specs(module, call)
-            spec = problem_spec(module, loaded.recorder.calls.get(module), specs, roots, root, None)
-            key = (spec.class_file, spec.class_name, tuple(spec.init), tuple(s.text() for s in specs), spec.training)
+            init, autocast = loaded.recorder.calls.get(module), inputs.autocast.get(id(module))
+            spec = problem_spec(module, init, specs, roots, root, None, autocast)
+            key = (spec.class_file, spec.class_name, tuple(spec.init), tuple(s.text() for s in specs), spec.training,
+                   spec.dtype, spec.autocast)  # fmt: skip
             made.setdefault(key, (spec, values))
         except NotWritable as exc:
             key = (type(module), str(exc))
