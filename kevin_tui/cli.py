@@ -116,7 +116,7 @@ def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
         if module is not None:  # your module becomes a problem file, proven by running both
             from kevin_tui.usermodel.problems import make_problem
 
-            path, said = make_problem(module, config.problem.evaluation.device, args.problems_dir)
+            path, said = make_problem(module, config.problem.evaluation.device, args.problems_dir, args.backward)
             print(f"kevin-tui: {said}", file=sys.stderr)
             config = replace(config, problem=replace(config.problem, problem=path))
         load_problem(config.problem.problem)  # its shape, from the syntax tree; it runs inside the app
@@ -161,7 +161,8 @@ def cmd_apply(args: argparse.Namespace, settings: Settings) -> int:
     check = check_spec(args)
     if check is not False:
         print(f"kevin-tui: checking {args.kernel} in your model…", file=sys.stderr)
-    applied = apply_kernel(args.kernel, args.problem, check, options, git=not args.no_git, git_init=args.git_init)
+    applied = apply_kernel(args.kernel, args.problem, check, options, git=not args.no_git, git_init=args.git_init,
+                           backward_kernel=args.backward_kernel)  # fmt: skip
     session = record_in_session(applied, args.sessions_dir) if applied.passed is not False else None
     if args.json:
         print(json.dumps({**asdict(applied), "passed": applied.passed, "session": session}, default=str))

@@ -232,3 +232,48 @@ def test_a_bf16_block_is_extracted_judged_and_applied_in_bf16(project, build_cac
     applied = apply_kernel(kernel.relative_to(project), check=True, options=CheckOptions("cpu", rounds=2, steps=1))
     assert applied.passed, applied.check["message"]
     assert applied.check["training"]["compiled"]["graph_breaks"] == 0
+
+
+def test_the_backward_is_a_problem_and_its_kernel_is_installed_with_the_forwards(project, build_cache, monkeypatch):
+    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+    spec = ModelSpec.parse("tinylm/blocks.py:GeluGate", "dim=64,hidden=128", ["x=float32[2,8,64]"])
+    path, said = make_problem(spec, "cpu", Path("problems"), backward=True)
+    assert path == Path("problems/blocks_GeluGate_backward.py") and said.startswith("wrote")
+    assert problem_origin(path.read_text())["backward"] is True
+    backward = project / "problems" / "blocks_GeluGate_backward_kernel.py"
+    shutil.copyfile(CANDIDATES / "gelu_gate_backward_cpp.py", backward)
+    judged = kevin(project, "eval", str(path), str(backward.relative_to(project)), "--device", "cpu", "--no-timing",
+                   "--json")  # fmt: skip
+    assert json.loads(judged.stdout)["status"] == "correct", judged.stdout + judged.stderr
+    kernel = project / "problems" / "blocks_GeluGate_kernel.py"
+    shutil.copyfile(EXAMPLES / "kernels" / "gelu_gate_cpp.py", kernel)
+    options = CheckOptions("cpu", rounds=2, steps=1)
+    applied = apply_kernel(kernel.relative_to(project), check=True, options=options,
+                           backward_kernel=backward.relative_to(project))  # fmt: skip
+    assert applied.passed, applied.check["message"]
+    assert applied.check["training"]["backward"] == "backward_kernel"
+    assert applied.check["training"]["compiled"]["graph_breaks"] == 0
+    committed = git(project, "show", "--stat", "--format=%B", "HEAD")
+    assert "problems/blocks_GeluGate_backward_kernel.py" in committed and "blocks_GeluGate_backward.py" in committed
+    helper = imported(project / applied.helper)
+    assert (helper.BACKWARD, helper.BACKWARD_KERNEL) == ("backward_kernel", "blocks_GeluGate_backward_kernel.py")
+    from tinylm.blocks import GeluGate
+
+    torch.manual_seed(0)
+    block = GeluGate(64, 128)
+    x = torch.randn(2, 8, 64)
+    assert_same_gradients(block_gradients(block, x), block_gradients(helper.install(copy.deepcopy(block)), x))
+
+
+def test_a_wrong_backward_kernel_is_not_installed(project):
+    make_problem(ModelSpec.parse("tinylm/blocks.py:GeluGate", "dim=64,hidden=128", ["x=float32[2,8,64]"]), "cpu",
+                 Path("problems"), backward=True)  # fmt: skip
+    backward = project / "problems" / "blocks_GeluGate_backward_kernel.py"
+    backward.write_text((CANDIDATES / "gelu_gate_backward_cpp.py").read_text().replace("g.sum(0)}", "2 * g.sum(0)}"))
+    kernel = project / "problems" / "blocks_GeluGate_kernel.py"
+    shutil.copyfile(EXAMPLES / "kernels" / "gelu_gate_cpp.py", kernel)
+    head = git(project, "rev-parse", "HEAD")
+    applied = apply_kernel(kernel.relative_to(project), check=True, options=CheckOptions("cpu", rounds=2, steps=1),
+                           backward_kernel=backward.relative_to(project))  # fmt: skip
+    assert applied.passed is False and "the gradient of parameter down.bias" in applied.check["message"]
+    assert not (project / applied.helper).exists() and git(project, "rev-parse", "HEAD") == head

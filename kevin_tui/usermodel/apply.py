@@ -26,7 +26,7 @@ from kevin_tui.usermodel.runner import UserModelProblem, run_worker
 from kevin_tui.usermodel.specs import ModelSpec
 
 TEMPLATE = Path(__file__).with_name("install_template.py")
-SETTING = re.compile(r"^(KERNEL|PROBLEM|CLASS|SOURCE|BACKWARD) = .*?(  # .*)$", re.M)
+SETTING = re.compile(r"^(KERNEL|PROBLEM|CLASS|SOURCE|BACKWARD|BACKWARD_KERNEL) = .*?(  # .*)$", re.M)
 KERNEL_SPEEDUP = re.compile(r"^# Kevin kernel for .*?: ([\d.]+)x vs eager", re.M)
 KERNEL_SESSION = re.compile(r"^# session (\S+), turn", re.M)
 
@@ -102,6 +102,8 @@ def training_lines(training: dict[str, Any] | None) -> list[str]:
     lines = []
     if training["backward"] == "kernel":
         lines.append("  backward: the kernel's own (its gradients match the model's)")
+    elif training["backward"] == "backward_kernel":
+        lines.append("  backward: the backward kernel (a second operator, its gradients compared below)")
     else:
         lines.append("  backward: recomputes the original block under autograd (gradients exactly the model's)")
         if "own_backward" in training:
@@ -162,7 +164,9 @@ def helper_path(problem: Path) -> Path:
     return problem.with_name(f"{problem.stem}_apply.py")
 
 
-def helper_text(kernel: Path, problem: Problem, backward: str = "recompute") -> str:
+def helper_text(
+    kernel: Path, problem: Problem, backward: str = "recompute", backward_kernel: Path | None = None
+) -> str:
     """install_template.py with this kernel's settings; `backward` is "kernel" only once the check
     has matched the kernel's own gradients to the reference's."""
     origin = problem.origin
@@ -173,7 +177,8 @@ def helper_text(kernel: Path, problem: Problem, backward: str = "recompute") -> 
         "PROBLEM": repr(problem.path.name),
         "CLASS": repr(origin["class"]),
         "SOURCE": repr(os.path.relpath(source.resolve(), helper_dir.resolve())),
-        "BACKWARD": repr(backward),
+        "BACKWARD": repr("backward_kernel" if backward_kernel else backward),
+        "BACKWARD_KERNEL": repr(backward_kernel and os.path.relpath(backward_kernel.resolve(), helper_dir.resolve())),
     }
     text = SETTING.sub(lambda m: f"{m[1]} = {settings[m[1]]}{m[2]}", TEMPLATE.read_text())
     header = (
@@ -206,14 +211,20 @@ def apply_kernel(
     options: CheckOptions = CheckOptions(),
     git: bool = True,
     git_init: bool = False,
+    backward_kernel: Path | None = None,
 ) -> Applied:
     """Write the helper, check it when asked (a failure writes nothing and raises nothing: see
-    `passed`), and commit it unless `git` is False."""
-    if not kernel.is_file() or "ModelNew" not in top_level_names_of(kernel):
-        raise UserModelProblem(f"{kernel}: no such kernel file (one that defines ModelNew)")
+    `passed`), and commit it unless `git` is False. `backward_kernel`, a kernel for the block's
+    backward problem, is installed with the forward's, and only with a check."""
+    for path in (kernel, backward_kernel) if backward_kernel else (kernel,):
+        if not path.is_file() or "ModelNew" not in top_level_names_of(path):
+            raise UserModelProblem(f"{path}: no such kernel file (one that defines ModelNew)")
+    if backward_kernel and check is False:
+        raise UserModelProblem("a backward kernel is installed only once --check has compared its gradients with "
+                               "your model's: add --check")  # fmt: skip
     found = problem_of(kernel, problem)
     helper = helper_path(found.path)
-    text = helper_text(kernel, found)
+    text = helper_text(kernel, found, backward_kernel=backward_kernel)
     applied = Applied(kernel, helper, None, None)
     before = helper.read_text() if helper.exists() else None
     helper.write_text(text)
@@ -222,7 +233,7 @@ def apply_kernel(
         applied.model = spec.describe()
         request = {**spec.request(), "helper": str(helper.resolve()), "device": options.device,
                    "rounds": options.rounds, "rtol": options.rtol, "atol": options.atol, "steps": options.steps,
-                   "compile": options.compile}  # fmt: skip
+                   "compile": options.compile, "backward_kernel": backward_kernel is not None}  # fmt: skip
         try:
             applied.check = run_worker("check", request)
         finally:
@@ -231,13 +242,13 @@ def apply_kernel(
         if not applied.check["passed"]:
             return applied
         backward = applied.check.get("training", {}).get("backward", "recompute")
-        if backward != "recompute":
+        if backward == "kernel":
             text = helper_text(kernel, found, backward)
             helper.write_text(text)
     if git:
         try:
             repo = KernelRepo.find(helper, init=git_init)
-            with_files = repo.changed([kernel, found.path])
+            with_files = repo.changed([kernel, found.path, *with_backward(backward_kernel)])
             relative = [repo.relative(f) for f in with_files]
             done = repo.commit_files({helper: text}, with_files, commit_message(applied, found, kernel, relative,
                                                                                repo.relative(helper)))  # fmt: skip
@@ -245,6 +256,14 @@ def apply_kernel(
         except GitProblem as exc:
             applied.error = str(exc)
     return applied
+
+
+def with_backward(backward_kernel: Path | None) -> list[Path]:
+    """A backward kernel and its problem (`x_backward_kernel.py` is for `x_backward.py`), where they are."""
+    if backward_kernel is None:
+        return []
+    problem = backward_kernel.with_name(backward_kernel.name.removesuffix("_kernel.py") + ".py")
+    return [backward_kernel, *([problem] if problem.exists() else [])]
 
 
 def top_level_names_of(path: Path) -> set[str]:

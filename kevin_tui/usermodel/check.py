@@ -208,17 +208,24 @@ def check_training(
     weights = loss_weights(expected)
     _, expected_grads = gradients(model, args, weights)
     figures: dict[str, Any] = {"backward": "recompute", "compared": len(expected_grads)}
-    own, _, _ = install(helper, model, backward="kernel")
-    try:
-        _, own_grads = gradients(own, args, weights)
-        why_not, _ = compare_gradients(expected_grads, own_grads, within)
-    except Exception as exc:
-        why_not = f"its backward raises {where(exc)}"
-    if why_not is None:
-        figures["backward"], after = "kernel", own
+    if options.get("backward_kernel"):
+        figures["backward"] = "backward_kernel"
+        after, _, _ = install(helper, model, backward="backward_kernel")
     else:
-        figures["own_backward"] = f"not used: {why_not}"
-    _, got_grads = gradients(after, args, weights)
+        own, _, _ = install(helper, model, backward="kernel")
+        try:
+            _, own_grads = gradients(own, args, weights)
+            why_not, _ = compare_gradients(expected_grads, own_grads, within)
+        except Exception as exc:
+            why_not = f"its backward raises {where(exc)}"
+        if why_not is None:
+            figures["backward"], after = "kernel", own
+        else:
+            figures["own_backward"] = f"not used: {why_not}"
+    try:
+        _, got_grads = gradients(after, args, weights)
+    except Exception as exc:
+        return after, figures, f"the backward with the kernel raises {where(exc)}"
     why, figures["max_grad_diff"] = compare_gradients(expected_grads, got_grads, within)
     if why:
         return after, figures, f"gradients differ: {why}"

@@ -16,7 +16,9 @@ BACKWARD = "recompute", your CLASS's own: the backward runs CLASS's forward agai
 from the saved inputs (the forward is the kernel's, the gradients exactly the reference's; the cost
 is one more forward of CLASS per backward). BACKWARD = "kernel" uses the kernel's own autograd,
 which `kevin-tui apply --check` sets only after its gradients matched CLASS's for every input and
-parameter. Plain inference (no gradient needed, not compiling) calls the kernel directly.
+parameter. BACKWARD = "backward_kernel" uses BACKWARD_KERNEL, a kernel for the backward problem (the
+vector-Jacobian product of CLASS), as a second custom operator; apply --check has compared its
+gradients too. Plain inference (no gradient needed, not compiling) calls the kernel directly.
 
 The switch: KEVIN_TUI_KERNELS=off in the environment (or `install(model, enabled=False)`) leaves
 every model exactly as it is.
@@ -45,7 +47,9 @@ KERNEL = "model_kernel.py"  # the accepted kernel, relative to this file: it def
 PROBLEM = "model_problem.py"  # the problem it was made for: its get_init_inputs() are the arguments
 CLASS = "Model"  # the class of yours it replaces
 SOURCE = "model.py"  # the file that defines CLASS, relative to this file
-BACKWARD = "recompute"  # gradients: "recompute" (CLASS's, by construction) or "kernel" (its own, checked)
+BACKWARD = "recompute"  # gradients: "recompute" (CLASS's, by construction), "kernel" (its own, checked) or
+# "backward_kernel" (BACKWARD_KERNEL's, checked)
+BACKWARD_KERNEL = None  # a kernel for CLASS's backward problem (`optimize --backward`), relative to this file
 # -- end of settings --
 
 ENABLED = os.environ.get("KEVIN_TUI_KERNELS", "on").lower() not in ("off", "0", "false", "no")
@@ -56,8 +60,12 @@ NAMESPACE = "kevin_tui"
 def install(model: nn.Module, enabled: bool = ENABLED, backward: str = BACKWARD) -> nn.Module:
     """`model` with its matching CLASS instances swapped for ModelNew; the model itself is returned
     (or its replacement, when the model is an instance of CLASS). `backward` as BACKWARD says."""
-    if backward not in ("recompute", "kernel"):
-        raise ValueError(f"backward is 'recompute' or 'kernel', not {backward!r}")
+    if backward not in ("recompute", "kernel", "backward_kernel") or (
+        backward == "backward_kernel" and not BACKWARD_KERNEL
+    ):
+        raise ValueError(
+            f"backward is 'recompute', 'kernel' or (with BACKWARD_KERNEL) 'backward_kernel', not {backward!r}"
+        )
     if not enabled:
         return model
     replaced: list[str] = []
@@ -192,7 +200,10 @@ class KernelOperator:
         self.reference_state = set(state_names(self.reference))
         self.signature = inspect.signature(original.forward)
         self.returns_tuple = self._returns_tuple()
+        self.parameters = [self.state.index(name) for name, _ in self.reference.named_parameters()]
+        self.backward_kernel = on_meta(loaded(BACKWARD_KERNEL).ModelNew, arguments) if BACKWARD_KERNEL else None
         self.op = self._define()
+        self.backward_op = self._define_backward() if BACKWARD_KERNEL else None
 
     def positional(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         bound = self.signature.bind(None, *args, **kwargs)
@@ -203,7 +214,7 @@ class KernelOperator:
         named = {**dict(module.named_parameters()), **dict(module.named_buffers())}
         tensors = [a for a in args if isinstance(a, torch.Tensor)] + [named[name] for name in self.state]
         layout = repr([None if isinstance(a, torch.Tensor) else (a,) for a in args])
-        outputs = self.op(tensors, layout, module.training)
+        outputs = self.op(tensors, layout, module.training, module.kevin_backward)
         return tuple(outputs) if self.returns_tuple else outputs[0]
 
     def _returns_tuple(self) -> bool:
@@ -237,25 +248,31 @@ class KernelOperator:
             number += 1
             name = f"{CLASS}_{digest}_{number}"
 
-        def kernel_forward(tensors: list[torch.Tensor], layout: str, training: bool) -> list[torch.Tensor]:
-            outputs = self.run(self.kernel, tensors, layout, training)
-            storages = {t.untyped_storage().data_ptr() for t in tensors}
-            return [o.clone() if o.untyped_storage().data_ptr() in storages else o.contiguous() for o in outputs]
+        def kernel_forward(
+            tensors: list[torch.Tensor], layout: str, training: bool, backward: str
+        ) -> list[torch.Tensor]:
+            return unaliased(self.run(self.kernel, tensors, layout, training), tensors)
 
-        def shapes(tensors: list[torch.Tensor], layout: str, training: bool) -> list[torch.Tensor]:
+        def shapes(tensors: list[torch.Tensor], layout: str, training: bool, backward: str) -> list[torch.Tensor]:
             return [o.contiguous() for o in self.run(self.reference, tensors, layout, training)]
 
         def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
-            tensors, layout, training = inputs
+            tensors, layout, training, backward = inputs
             ctx.wanted = [t.requires_grad and t.is_floating_point() for t in tensors]
-            ctx.layout, ctx.training = layout, training
+            ctx.layout, ctx.training, ctx.backward = layout, training, backward
             device = tensors[0].device.type if tensors else "cpu"
             ctx.autocast = (device, torch.get_autocast_dtype(device)) if torch.is_autocast_enabled(device) else None
             ctx.save_for_backward(*tensors)
 
-        def backward(ctx: Any, grads: list[torch.Tensor | None]) -> tuple[Any, None, None]:
+        def backward(ctx: Any, grads: list[torch.Tensor | None]) -> tuple[Any, None, None, None]:
             saved = list(ctx.saved_tensors)
             wanted = [i for i, w in enumerate(ctx.wanted) if w]
+            if ctx.backward == "backward_kernel":
+                if grads[0] is None:  # the output was not used: no gradient flows
+                    return [None] * len(saved), None, None, None
+                got = dict(zip(self.gradient_positions(saved, ctx.layout),
+                               self.backward_op(saved, ctx.layout, ctx.training, grads[0]), strict=True))  # fmt: skip
+                return [got.get(i) if ctx.wanted[i] else None for i in range(len(saved))], None, None, None
 
             def reference(*chosen: torch.Tensor) -> list[torch.Tensor]:
                 tensors = list(saved)
@@ -267,12 +284,44 @@ class KernelOperator:
                 outputs, vjp = torch.func.vjp(reference, *(saved[i] for i in wanted))
             cotangents = [torch.zeros_like(o) if g is None else g for o, g in zip(outputs, grads, strict=True)]
             got = dict(zip(wanted, vjp(cotangents), strict=True))
-            return [got.get(i) for i in range(len(saved))], None, None
+            return [got.get(i) for i in range(len(saved))], None, None, None
 
-        op = torch.library.custom_op(f"{NAMESPACE}::{name}", kernel_forward, mutates_args=())
+        self.name = f"{NAMESPACE}::{name}"
+        op = torch.library.custom_op(self.name, kernel_forward, mutates_args=())
         op.register_fake(shapes)
         op.register_autograd(backward, setup_context=setup_context)
         return op
+
+    def gradient_positions(self, tensors: list[torch.Tensor], layout: str) -> list[int]:
+        """Where, among the operator's inputs, the backward problem's gradients go: its floating
+        inputs, then CLASS's parameters in order."""
+        count = sum(p is None for p in parse_layout(layout))
+        return [i for i in range(count) if tensors[i].is_floating_point()] + [count + i for i in self.parameters]
+
+    def _define_backward(self) -> Any:
+        """BACKWARD_KERNEL as an operator: the forward's inputs and state and grad_output in, the
+        gradients out (its ModelNew holds CLASS's state under `block.`, as the backward problem does)."""
+        names = set(state_names(self.backward_kernel))
+
+        def backward_kernel(tensors: list[torch.Tensor], layout: str, training: bool, grad: torch.Tensor
+                            ) -> list[torch.Tensor]:  # fmt: skip
+            args, state = self.split(tensors, layout)
+            named = {f"block.{k}": v for k, v in zip(self.state, state, strict=True) if f"block.{k}" in names}
+            self.backward_kernel.train(training)
+            return unaliased(list(functional_call(self.backward_kernel, named, (*args, grad))), [*tensors, grad])
+
+        def shapes(tensors: list[torch.Tensor], layout: str, training: bool, grad: torch.Tensor) -> list[torch.Tensor]:
+            return [torch.empty_like(tensors[i]) for i in self.gradient_positions(tensors, layout)]
+
+        op = torch.library.custom_op(f"{self.name}_backward", backward_kernel, mutates_args=())
+        op.register_fake(shapes)
+        return op
+
+
+def unaliased(outputs: list[torch.Tensor], inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """An operator's outputs may not share memory with its inputs (a kernel may return one as it is)."""
+    storages = {t.untyped_storage().data_ptr() for t in inputs}
+    return [o.clone() if o.untyped_storage().data_ptr() in storages else o.contiguous() for o in outputs]
 
 
 def autocast_as(state: tuple[str, torch.dtype] | None) -> Any:

@@ -1,8 +1,8 @@
 """The proof that an installed kernel trains and compiles like your model without it (runs in the
 worker, for kevin_tui.usermodel.check).
 
-Both models get the same loss: the outputs weighted by one fixed random tensor each (a random
-vector-Jacobian product, so every output value counts). Compared: the gradient of every parameter
+Both models get the same loss: each output's mean squared distance from a fixed random target (so
+every output value counts, and steps on it stay finite). Compared: the gradient of every parameter
 and floating input; K optimizer steps of SGD and of AdamW from the same state (the losses on the way
 and the parameters after); torch.compile's graph breaks (torch._dynamo.explain) and the compiled
 model's output and gradients; and the bytes autograd saves for the backward.
@@ -42,11 +42,13 @@ def loss_weights(output: Any, seed: int = 0) -> list[torch.Tensor]:
     return [torch.randn(t.shape, generator=generator).to(t.device, t.dtype) for t in floating(output)]
 
 
-def weighted_loss(output: Any, weights: list[torch.Tensor]) -> torch.Tensor:
+def weighted_loss(output: Any, targets: list[torch.Tensor]) -> torch.Tensor:
+    """The mean squared distance of each floating output from its fixed random target: bounded below,
+    so optimizer steps on it stay finite, and its gradient is a random direction in every value."""
     tensors = floating(output)
     if not tensors:
         raise UserModelError("the model's output has no floating tensor: there is nothing to differentiate")
-    return sum((t * w).float().sum() for t, w in zip(tensors, weights, strict=True))
+    return sum(((t.float() - w.float()) ** 2).mean() for t, w in zip(tensors, targets, strict=True))
 
 
 def trainable(model: nn.Module, args: list[Any]) -> bool:

@@ -25,7 +25,7 @@ from kevin_tui.evaluator.worker import common
 from kevin_tui.usermodel import profiling
 from kevin_tui.usermodel.capture import InitRecorder, InputRecorder, NotWritable, is_users
 from kevin_tui.usermodel.check import check
-from kevin_tui.usermodel.extract import input_specs, problem_spec, write_and_check
+from kevin_tui.usermodel.extract import grad_output_spec, input_specs, problem_spec, write_and_check
 from kevin_tui.usermodel.loader import (
     UserModelError,
     build,
@@ -87,6 +87,8 @@ def command_problem(request: dict[str, Any]) -> dict[str, Any]:
         spec = problem_spec(module, init, loaded.specs, loaded.roots, root, request["target"])
     except NotWritable as exc:
         raise UserModelError(f"cannot write a problem for {request['target']}: {exc}") from None
+    if request.get("backward"):
+        spec.grad_output = grad_output_spec(run_forward(module, loaded.args))
     name, text = write_and_check(spec, module, loaded.args, loaded.roots, root, Path(request["problems_dir"]))
     return {"file_name": name, "text": text, "class": spec.class_name}
 

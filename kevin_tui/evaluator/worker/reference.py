@@ -123,8 +123,12 @@ class Reference:
             raise ProblemBroken(f"{self.path}: the reference forward raised {type(exc).__name__}: {exc}") from exc
         from torch.utils.flop_counter import FlopCounterMode
 
-        with FlopCounterMode(display=False) as counter:
-            self.forward(common.clone(original))
+        counter = FlopCounterMode(display=False)
+        try:
+            with counter:
+                self.forward(common.clone(original))
+        except RuntimeError:  # its module tracker cannot follow a reference that calls autograd.grad (a backward
+            counter = None  # problem): the work is then counted as none
         if not _supported(out):
             raise ProblemBroken(
                 f"{self.path}: the reference returns a {type(out).__name__}; kevin-tui compares tensors, "
@@ -135,7 +139,7 @@ class Reference:
             "output_aliases": aliases(out, args, model_tensors(self.model)),
             "output_bytes": _nbytes(out),
             "input_bytes": _nbytes(args),
-            "flops": int(counter.get_total_flops()),
+            "flops": int(counter.get_total_flops()) if counter else 0,
             "work_bytes": _nbytes(original) + _nbytes(out) + _nbytes(model_tensors(self.model)),
         }
 
