@@ -277,3 +277,34 @@ def test_a_wrong_backward_kernel_is_not_installed(project):
                            backward_kernel=backward.relative_to(project))  # fmt: skip
     assert applied.passed is False and "the gradient of parameter down.bias" in applied.check["message"]
     assert not (project / applied.helper).exists() and git(project, "rev-parse", "HEAD") == head
+
+
+AUTOCAST_MODEL = '''import torch
+from torch import nn
+from tinylm.model import TinyLM
+
+
+class Mixed(nn.Module):
+    """TinyLM in float32, run under bfloat16 autocast (as a mixed-precision training loop runs it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lm = TinyLM(vocab=50, dim=64, hidden=128, heads=4, layers=1)
+
+    def forward(self, tokens):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return self.lm(tokens)
+'''
+
+
+def test_a_block_run_under_autocast_becomes_a_problem_that_runs_under_it(project):
+    (project / "mixed.py").write_text(AUTOCAST_MODEL)
+    made = kevin(project, "profile", "mixed.py:Mixed", "--input", "tokens=int64[2,8]~randint(0,50)", "--calls", "1",
+                 "--extract", "GeluGate", "--problems-dir", "mixed")  # fmt: skip
+    assert made.returncode == 0, made.stderr + made.stdout
+    text = (project / "mixed" / "blocks_GeluGate.py").read_text()
+    assert problem_origin(text)["autocast"] == "bfloat16" and "dtype" not in problem_origin(text)
+    assert "with torch.autocast(device, dtype=torch.bfloat16):  # as in your model" in text
+    problem = imported(project / "mixed" / "blocks_GeluGate.py")
+    model = problem.Model(*problem.get_init_inputs())
+    assert model(*problem.get_inputs()).dtype == torch.bfloat16
