@@ -147,10 +147,18 @@ def replacement(module: nn.Module, backward: str = BACKWARD) -> nn.Module:
     return new.train(module.training)
 
 
-@functools.cache
-def installed_class(original: type) -> type:
+INSTALLED: dict[type, type] = {}  # CLASS -> its installed ModelNew, made once
+
+
+def installed_class(original: type[nn.Module]) -> type:
     """The kernel's ModelNew with a forward that goes through its operator when autograd or
     torch.compile needs one (see the module's docstring)."""
+    if original not in INSTALLED:
+        INSTALLED[original] = _installed_class(original)
+    return INSTALLED[original]
+
+
+def _installed_class(original: type[nn.Module]) -> type:
     kernel = loaded(KERNEL).ModelNew
     operator = KernelOperator(original, kernel)
 
@@ -193,7 +201,7 @@ class KernelOperator:
     The operator takes the forward's tensors and the module's parameters and buffers as one list, the
     forward's other arguments as their Python text (constants to the compiler), and the mode."""
 
-    def __init__(self, original: type, kernel: type) -> None:
+    def __init__(self, original: type[nn.Module], kernel: type[nn.Module]) -> None:
         arguments = loaded(PROBLEM).get_init_inputs()
         self.reference = on_meta(original, arguments)
         self.kernel = on_meta(kernel, arguments)
@@ -202,9 +210,9 @@ class KernelOperator:
         self.signature = inspect.signature(original.forward)
         self.returns_tuple = self._returns_tuple()
         self.parameters = [self.state.index(name) for name, _ in self.reference.named_parameters()]
-        self.backward_kernel = on_meta(loaded(BACKWARD_KERNEL).ModelNew, arguments) if BACKWARD_KERNEL else None
+        self.backward_kernel: Any = on_meta(loaded(BACKWARD_KERNEL).ModelNew, arguments) if BACKWARD_KERNEL else None
         self.op = self._define()
-        self.backward_op = self._define_backward() if BACKWARD_KERNEL else None
+        self.backward_op: Any = self._define_backward() if BACKWARD_KERNEL else None
 
     def positional(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         bound = self.signature.bind(None, *args, **kwargs)
@@ -282,7 +290,7 @@ class KernelOperator:
                 return self.run(self.reference, tensors, ctx.layout, ctx.training)
 
             with autocast_as(ctx.autocast):  # the backward runs outside the forward's autocast
-                outputs, vjp = torch.func.vjp(reference, *(saved[i] for i in wanted))
+                outputs, vjp = torch.func.vjp(reference, *(saved[i] for i in wanted))[:2]
             cotangents = [torch.zeros_like(o) if g is None else g for o, g in zip(outputs, grads, strict=True)]
             got = dict(zip(wanted, vjp(cotangents), strict=True))
             return [got.get(i) for i in range(len(saved))], None, None, None

@@ -48,7 +48,7 @@ def weighted_loss(output: Any, targets: list[torch.Tensor]) -> torch.Tensor:
     tensors = floating(output)
     if not tensors:
         raise UserModelError("the model's output has no floating tensor: there is nothing to differentiate")
-    return sum(((t.float() - w.float()) ** 2).mean() for t, w in zip(tensors, targets, strict=True))
+    return torch.stack([((t.float() - w.float()) ** 2).mean() for t, w in zip(tensors, targets, strict=True)]).sum()
 
 
 def trainable(model: nn.Module, args: list[Any]) -> bool:

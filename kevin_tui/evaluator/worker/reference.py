@@ -129,8 +129,9 @@ class Reference:
         try:
             with counter:
                 self.forward(common.clone(original))
+            flops = int(counter.get_total_flops())
         except RuntimeError:  # its module tracker cannot follow a reference that calls autograd.grad (a backward
-            counter = None  # problem): the work is then counted as none
+            flops = 0  # problem): the work is then counted as none
         if not _supported(out):
             raise ProblemBroken(
                 f"{self.path}: the reference returns a {type(out).__name__}; kevin-tui compares tensors, "
@@ -141,7 +142,7 @@ class Reference:
             "output_aliases": aliases(out, args, model_tensors(self.model)),
             "output_bytes": _nbytes(out),
             "input_bytes": _nbytes(args),
-            "flops": int(counter.get_total_flops()) if counter else 0,
+            "flops": flops,
             "work_bytes": _nbytes(original) + _nbytes(out) + _nbytes(model_tensors(self.model)),
         }
 
