@@ -3,6 +3,7 @@
     python3 bench/trust_bench.py --baseline 74007a8     # warm evaluation now vs an earlier commit, interleaved
     python3 bench/trust_bench.py --sandbox              # sandbox cost per worker start and per evaluation
     python3 bench/trust_bench.py --aa 10                # identical kernels: how often is a difference claimed?
+    python3 bench/trust_bench.py --baseline REV --aa 10 --repetitions 1   # both in one run
     python3 bench/trust_bench.py --evidence             # profile + other sizes on vs off, warm, interleaved
     python3 bench/trust_bench.py --figures              # the evidence for ReLU, softmax and a GEMM on this machine
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -86,11 +88,21 @@ def baseline(args: argparse.Namespace) -> None:
     print(f"warm evaluation of {args.candidate.name} on the CPU, {len(runs['now'])} each, interleaved:")
     print(f"  baseline {args.baseline}: median {old_s:.2f} s  [{statuses['baseline']}]")
     print(f"  now:              median {new_s:.2f} s  [{statuses['now']}]")
-    print(f"  ratio now / baseline: {new_s / old_s:.2f}x (goal <= 1.15)")
+    print(f"  ratio now / baseline: {new_s / old_s:.2f}x (goal <= 1.2)")
 
 
 def sandbox_cost(args: argparse.Namespace) -> None:
-    from kevin_tui.evaluator.host.sandbox import Bind, Sandbox, choose, package_root, system_binds, worker_env
+    from kevin_tui.evaluator.host.cgroups import ResourceGroup
+    from kevin_tui.evaluator.host.sandbox import (
+        Bind,
+        Limits,
+        Sandbox,
+        choose,
+        package_root,
+        seccomp_memfd,
+        system_binds,
+        worker_env,
+    )
 
     kinds = ["off", "bwrap", "unshare"]
     for kind in kinds[1:]:
@@ -109,8 +121,15 @@ def sandbox_cost(args: argparse.Namespace) -> None:
                     argv = [sys.executable, "-c", "import json, os; from kevin_tui.evaluator.worker.jail import enter; "
                             "enter(json.loads(os.environ['KEVIN_WORKER_JAIL']))"]  # fmt: skip
                     env["KEVIN_WORKER_JAIL"] = json.dumps(spec)
-                started = time.perf_counter()
-                subprocess.run(sandbox.command(argv, binds, scratch), env=env, check=True, stdin=subprocess.DEVNULL)
+                started = time.perf_counter()  # what a worker start does: its cgroups, its filter, the sandbox
+                group = ResourceGroup(Limits().processes, Limits().memory)
+                filter_fd = seccomp_memfd() if kind == "bwrap" else None
+                command = group.wrap(sandbox.command(argv, binds, scratch, filter_fd))
+                passed = () if filter_fd is None else (filter_fd,)
+                subprocess.run(command, env=env, check=True, stdin=subprocess.DEVNULL, pass_fds=passed)
+                group.kill_all()
+                if filter_fd is not None:
+                    os.close(filter_fd)
                 starts[kind].append(time.perf_counter() - started)
                 env.pop("KEVIN_WORKER_JAIL", None)
     bare = statistics.median(starts["off"])
@@ -150,10 +169,13 @@ def aa(args: argparse.Namespace) -> None:
             speedups.append(verdict.speedup)
             claimed += not (low <= 1.0 <= high)
             bias = verdict.details["process_bias"]
-            print(f"  {verdict.speedup:.3f}x  [{low:.3f}, {high:.3f}]  process difference {bias:.3f}")
+            measured = verdict.details.get("measured_speedup", verdict.speedup)
+            print(f"  {verdict.speedup:.3f}x (measured {measured:.3f}x)  [{low:.3f}, {high:.3f}]  "
+                  f"process difference {bias:.3f}")  # fmt: skip
     print(
         f"identical kernel, {args.aa} evaluations: median {statistics.median(speedups):.3f}x, "
-        f"range {min(speedups):.3f}-{max(speedups):.3f}x; interval excluded 1.0 in {claimed} of {args.aa}"
+        f"range {min(speedups):.3f}-{max(speedups):.3f}x; interval excluded 1.0 in {claimed} of {args.aa} "
+        "(goal: at most 1 in 10)"
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import time
@@ -75,3 +76,48 @@ def cpu_seconds(root: int) -> float:
         if (fields := _stat_fields(pid)) is not None:
             total += int(fields[11]) + int(fields[12])  # utime, stime
     return total / ticks
+
+
+def _namespace_pids(pid: int) -> list[str]:
+    """The pid of `pid` in each PID namespace it belongs to, outermost first (NSpid of /proc/PID/status)."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("NSpid:"):
+                    return line.split()[1:]
+    except OSError:
+        pass
+    return []
+
+
+def namespace_init(parent: int) -> int | None:
+    """A pidfd for the child of `parent` that is the first process of a new PID namespace, or None.
+
+    Killing that process makes the kernel kill every process in its namespace, which nothing inside can
+    prevent; the pidfd keeps naming it even if its pid is reused."""
+    try:
+        with open(f"/proc/{parent}/task/{parent}/children") as handle:
+            children = [int(p) for p in handle.read().split()]
+    except OSError:
+        children = [pid for pid in descendants(parent) if (f := _stat_fields(pid)) is not None and int(f[1]) == parent]
+    for child in children:
+        if _namespace_pids(child)[-1:] != ["1"] or len(_namespace_pids(child)) < 2:
+            continue
+        try:
+            fd = os.pidfd_open(child)
+        except OSError:
+            continue
+        fields = _stat_fields(child)  # still the same process (opened before it could be reaped and reused)?
+        if fields is not None and int(fields[1]) == parent and _namespace_pids(child)[-1:] == ["1"]:
+            return fd
+        os.close(fd)
+    return None
+
+
+def kill_namespace(pidfd: int, timeout_s: float = 5.0) -> bool:
+    """SIGKILL the namespace's first process through its pidfd and wait until it has exited, which the
+    kernel lets it do only once every other process of the namespace is gone. True if it did in time."""
+    with contextlib.suppress(ProcessLookupError):
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    readable, _, _ = select.select([pidfd], [], [], timeout_s)
+    return bool(readable)

@@ -8,19 +8,27 @@ import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.evaluator.host.speed_of_light import Bound, Peaks, gpu_peaks, impossible
-from kevin_tui.evaluator.host.timing import Round, Side, clock_check, process_bias, speedup_interval
+from kevin_tui.evaluator.host.timing import (
+    Round,
+    Side,
+    clock_check,
+    headline,
+    host_speedup,
+    process_bias,
+    speedup_interval,
+)
 from kevin_tui.problem import load_problem
 from tests.conftest import CANDIDATES, PROBLEMS, candidate
 
 
-def side(per_call: list[float], outside_ms: float = 0.1, control: list[float] | None = None) -> Side:
-    """Rounds of 10 calls whose host window adds `outside_ms` per call to the reported times."""
-    rounds = []
-    extra = control[0] if control else 0.0  # the control call runs inside the round too
-    for value in per_call:
-        window = 10 * (value + outside_ms + extra)
-        rounds.append(Round([value] * 10, None, window_ms=window, control_ms=control and [control[0]] * 10))
-    return Side(rounds)
+def side(per_call: list[float], outside_ms: float = 0.1, control: list[float] | None = None,
+         reported: float | None = None) -> Side:  # fmt: skip
+    """Rounds of 10 calls whose host window adds `outside_ms` per call to the calls' own time; the worker
+    reports `reported` ms per call (default: the truth); `control`: the control rounds' per-call time."""
+    rounds = [Round([value if reported is None else reported] * 10, None, window_ms=10 * (value + outside_ms))
+              for value in per_call]  # fmt: skip
+    controls = [Round([c] * 10, None, window_ms=10 * (c + outside_ms)) for c in control or []]
+    return Side(rounds, controls)
 
 
 def test_the_interval_holds_a_real_difference_and_contains_one_when_there_is_none():
@@ -31,21 +39,51 @@ def test_the_interval_holds_a_real_difference_and_contains_one_when_there_is_non
 
 
 def test_the_interval_widens_to_cover_what_the_processes_own_difference_implies():
-    reference = side([1.0] * 10, control=[1.0])
-    candidate_ = side([0.5] * 10, control=[1.3])  # the reference runs 1.3x slower in the candidate's process
-    assert process_bias(reference, candidate_) == pytest.approx(1.3)
+    reference = side([1.0] * 10)
+    candidate_ = side([0.5] * 10, control=[1.3] * 10)  # the reference runs slower in the candidate's process
+    assert process_bias(reference, candidate_) == pytest.approx(1.4 / 1.1)
     low, high = speedup_interval(reference, candidate_)
-    assert low == pytest.approx(2.0) and high == pytest.approx(2.6)
+    assert low == pytest.approx(2.0) and high == pytest.approx(2.0 * 1.4 / 1.1)
+
+
+def test_the_speedup_is_the_host_clocks_whatever_the_worker_reports():
+    reference = side([1.0] * 10)
+    # reports 0.1 ms per call (a 10x speedup) for calls the host's clock saw take as long as the reference's
+    liar = side([1.0] * 10, reported=0.1, control=[1.0] * 10)
+    assert host_speedup(reference, liar) == pytest.approx(1.0)
+    assert "host's clock saw" in clock_check(liar, reference).problem()
+    # the same lie with the work moved into the control: the control is its own host-timed round and
+    # only ever widens the interval; the headline stays what the host saw
+    moved = side([1.0] * 10, reported=0.1, control=[0.05] * 10)
+    low, high = speedup_interval(reference, moved)
+    assert low <= 1.0 <= high and headline(host_speedup(reference, moved), (low, high)) == 1.0
+
+
+def test_the_headline_stays_inside_the_interval_and_is_one_when_one_is_inside():
+    assert headline(1.3, (0.9, 1.6)) == 1.0
+    assert headline(2.0, (1.5, 2.5)) == 2.0
+    assert headline(2.0, (0.5, 0.8)) == 0.8
+
+
+def test_the_clock_check_scales_with_the_work_with_no_fixed_floor():
+    reference = side([0.005] * 10, outside_ms=0.004)  # a 5 us kernel and its loop
+    honest = side([0.005] * 10, outside_ms=0.005)
+    assert clock_check(honest, reference).problem() is None
+    # 0.02 ms of hidden work per call: within the old fixed 0.02 ms floor, four times the kernel's time
+    hiding = side([0.025] * 10, outside_ms=0.004, reported=0.005)
+    assert "host's clock saw" in clock_check(hiding, reference).problem()
+    assert host_speedup(reference, hiding) == pytest.approx(0.2)
 
 
 def test_times_the_host_clock_cannot_confirm_are_refused():
-    honest = side([1.0] * 10, outside_ms=0.1, control=[1.0])
-    assert clock_check(side([1.0] * 10, outside_ms=0.12, control=[1.0]), honest).problem() is None
+    honest = side([1.0] * 10, outside_ms=0.1, control=[1.0] * 10)
+    assert clock_check(side([1.0] * 10, outside_ms=0.12, control=[1.0] * 10), honest).problem() is None
     # reports 0.2 ms per call while the host's clock saw it take 1.1 ms per call, every round
-    cheat = side([0.2] * 10, outside_ms=0.9, control=[1.0])
+    cheat = side([1.1] * 10, outside_ms=0.1, reported=0.2, control=[1.0] * 10)
     assert "host's clock saw" in clock_check(cheat, honest).problem()
-    # a slowed clock in the candidate's process makes the reference model look 15x faster there too
-    slow_clock = side([0.07] * 10, outside_ms=0.1, control=[1 / 15])
+    # a slowed clock in the candidate's process, or a control that does nothing: the reference model
+    # looks 15x faster there on the host's clock too
+    slow_clock = side([0.07] * 10, outside_ms=0.0, control=[1 / 15] * 10)
     assert "cannot be trusted" in clock_check(slow_clock, honest).problem()
 
 
@@ -90,7 +128,7 @@ def test_a_slower_candidate_gets_an_interval_below_one(relu_timed):
     verdict = relu_timed.evaluate(candidate("relu_sleepy.py"))
     assert verdict.status is Status.CORRECT, verdict.message
     assert verdict.speedup_interval[1] < 1.0 and "no measurable difference" not in verdict.message
-    assert "95% interval" in verdict.message and verdict.clock.startswith("worker wall clock")
+    assert "95% interval" in verdict.message and verdict.clock.startswith("host clock")
     assert (
         verdict.evidence["speed_of_light"]["candidate_fraction"]
         < verdict.evidence["speed_of_light"]["reference_fraction"]

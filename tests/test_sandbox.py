@@ -124,11 +124,11 @@ def test_events_are_stamped_and_timeouts_and_death_are_told_apart(spawn):
         ('{"event": "final", "status": "correct", "message": "", "details": {}}', "status"),
         ('{"event": "checked", "outputs_path": "/tmp/x"}', "unknown event"),
         (
-            '{"event": "round_done", "round": 1, "samples_ms": [-1.0], "synced_ms": null, "control_ms": null}',
+            '{"event": "round_done", "round": 1, "samples_ms": [-1.0], "synced_ms": null, "path": null}',
             "samples_ms",
         ),
         (
-            '{"event": "round_done", "round": 1, "samples_ms": [1e309], "synced_ms": null, "control_ms": null}',
+            '{"event": "round_done", "round": 1, "samples_ms": [1e309], "synced_ms": null, "path": null}',
             "not JSON|samples_ms",
         ),
         ('{"event": "loaded", "extra": 1}', "unexpected fields"),

@@ -25,7 +25,7 @@ from kevin_tui.evaluator.host.ncu import find_ncu, ncu_pass
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, SandboxUnavailable, choose, worker_env
 from kevin_tui.evaluator.host.sanitizer import apply as apply_sanitizer
 from kevin_tui.evaluator.host.sanitizer import find_sanitizer, sanitize_pass, tools_for
-from kevin_tui.evaluator.host.scratch import make_scratch
+from kevin_tui.evaluator.host.scratch import given_dir, make_scratch
 from kevin_tui.evaluator.host.speed_of_light import Bound, Peaks, cached_cpu_peaks, cpu_key, gpu_peaks, store_cpu_peaks
 from kevin_tui.evaluator.host.static_checks import run_static_checks
 from kevin_tui.evaluator.host.workers import Arrived, WorkerGone, WorkerProcess, WorkerTimeout
@@ -297,11 +297,14 @@ class Evaluator:
         extra_binds: Sequence[Bind] = (),
         extra_env: Mapping[str, str] | None = None,
     ) -> tuple[WorkerProcess, Path]:
-        """A candidate worker that sees the problem file and the build cache (read-only) and its scratch;
-        `prefix`, `extra_binds` and `extra_env`: a tool it runs under (Nsight Compute, compute-sanitizer),
-        that tool's files and what the tool needs set."""
+        """A candidate worker that sees its scratch, and read-only a private copy of the problem file and the
+        libraries built for it (see given_dir); `prefix`, `extra_binds` and `extra_env`: a tool it runs under
+        (Nsight Compute, compute-sanitizer), that tool's files and what the tool needs set."""
         scratch = scratch or self.scratch / f"candidate-{next(self.counter)}"
-        binds = [Bind(str(self.problem.path.resolve())), Bind(str(self.broker.root)), *extra_binds]
+        given = given_dir(scratch)
+        given.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(self.problem.path, given / self.problem.path.name)
+        binds = [Bind(str(given)), *extra_binds]
         env = {**self.env, **(extra_env or {})}
         return WorkerProcess("candidate", scratch, env, self.sandbox, binds, self.limits, prefix), scratch
 

@@ -11,21 +11,19 @@ no sandbox, every verdict says so, with the reason.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
 import re
-import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import sysconfig
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from kevin_tui.evaluator import seccomp
 
 SECRET_NAME = re.compile(
     r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE|_PAT$|^PAT_",
@@ -110,63 +108,6 @@ class Limits:
         return {"memory": self.memory, "processes": self.processes, "files": self.files, "file_size": self.file_size}
 
 
-def pids_cgroup_root() -> Path | None:
-    """A cgroup hierarchy with the pids controller that we may create groups in, or None.
-
-    Only needed as root: the kernel exempts root from RLIMIT_NPROC, so a fork bomb run by root is
-    stopped by a `pids.max` instead (cgroup v1's pids hierarchy, or v2 where pids is enabled)."""
-    v1 = Path("/sys/fs/cgroup/pids")
-    if (v1 / "cgroup.procs").exists() and os.access(v1, os.W_OK):
-        return v1
-    v2 = Path("/sys/fs/cgroup")
-    try:
-        if "pids" in (v2 / "cgroup.subtree_control").read_text().split() and os.access(v2, os.W_OK):
-            return v2
-    except OSError:
-        pass
-    return None
-
-
-class ProcessGroup:
-    """A pids cgroup for one worker: caps its process count, and lets the host kill every process in it."""
-
-    def __init__(self, limit: int) -> None:
-        self.path: Path | None = None
-        root = pids_cgroup_root() if os.geteuid() == 0 else None
-        if root is None:
-            return
-        path = root / f"kevin-tui-{os.getpid()}-{secrets.token_hex(4)}"
-        try:
-            path.mkdir()
-            (path / "pids.max").write_text(str(limit))
-        except OSError:
-            return
-        self.path = path
-
-    def wrap(self, command: list[str]) -> list[str]:
-        """`command`, started inside the group (the shell moves itself in, then becomes the command)."""
-        if self.path is None:
-            return command
-        return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self.path), *command]
-
-    def kill_all(self) -> None:
-        if self.path is None:
-            return
-        for _ in range(50):
-            try:
-                pids = [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
-            except OSError:
-                return
-            if not pids:
-                break
-            for pid in pids:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.02)
-        with contextlib.suppress(OSError):
-            self.path.rmdir()
-
-
 @dataclass(frozen=True)
 class Bind:
     path: str
@@ -207,10 +148,11 @@ class Sandbox:
     def describe(self) -> str:
         return self.kind if self.kind != "off" else f"off ({self.reason})"
 
-    def command(self, argv: list[str], binds: list[Bind], chdir: str, jail_root: str | None = None) -> list[str]:
-        """The command line that runs `argv` in this sandbox."""
+    def command(self, argv: list[str], binds: list[Bind], chdir: str, seccomp_fd: int | None = None) -> list[str]:
+        """The command line that runs `argv` in this sandbox (bwrap loads the filter from `seccomp_fd`; the
+        unshare jail installs it itself)."""
         if self.kind == "bwrap":
-            return bwrap_command(argv, binds, chdir)
+            return bwrap_command(argv, binds, chdir, seccomp_fd)
         if self.kind == "unshare":
             return unshare_command(argv)
         return argv
@@ -232,13 +174,25 @@ class Sandbox:
 TMP_BYTES = 2 << 30
 
 
-def bwrap_command(argv: list[str], binds: list[Bind], chdir: str) -> list[str]:
+def seccomp_memfd() -> int:
+    """A file descriptor holding the system-call filter, for bwrap's `--seccomp FD` (it reads it to EOF)."""
+    fd = os.memfd_create("kevin-seccomp", 0)
+    os.write(fd, seccomp.program())
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def bwrap_command(argv: list[str], binds: list[Bind], chdir: str, seccomp_fd: int | None) -> list[str]:
     # As root, bwrap skips the user namespace unless told, and the kernel exempts root from the process
     # limit outside one: ask for it explicitly then.
     user = ["--unshare-user"] if os.geteuid() == 0 else []
-    command = ["bwrap", "--unshare-all", *user, "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+    # --as-pid-1: the worker starts as the namespace's first process and leaves its own supervisor there
+    # (worker/supervisor.py), which, unlike bwrap's reaper, candidate code cannot write into.
+    command = ["bwrap", "--unshare-all", *user, "--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL",
                "--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--dir", SANDBOX_HOME, "--proc", "/proc",
-               "--dev", "/dev", "--tmpfs", "/dev/shm"]  # fmt: skip
+               "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/dev/shm"]  # fmt: skip
+    if seccomp_fd is not None:
+        command += ["--seccomp", str(seccomp_fd)]
     for device in gpu_devices():
         command += ["--dev-bind", device, device]
     for bind in binds:
@@ -267,11 +221,16 @@ def _works(kind: str) -> str | None:
             argv = [sys.executable, "-c", "import json, os; from kevin_tui.evaluator.worker.jail import enter; "
                     "enter(json.loads(os.environ['KEVIN_WORKER_JAIL']))"]  # fmt: skip
             env["KEVIN_WORKER_JAIL"] = json.dumps(spec)
+        filter_fd = seccomp_memfd() if kind == "bwrap" else None
         try:
-            result = subprocess.run(sandbox.command(argv, binds, scratch), stdin=subprocess.DEVNULL,
-                                    capture_output=True, text=True, timeout=30, env=env)  # fmt: skip
+            command = sandbox.command(argv, binds, scratch, filter_fd)
+            result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30,
+                                    env=env, pass_fds=() if filter_fd is None else (filter_fd,))  # fmt: skip
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"{tool} failed: {exc}"
+        finally:
+            if filter_fd is not None:
+                os.close(filter_fd)
     if result.returncode != 0:
         return f"{tool} cannot make a sandbox here: {result.stderr.strip()[-300:]}"
     return None

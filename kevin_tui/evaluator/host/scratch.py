@@ -13,6 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from kevin_tui.evaluator.host.cgroups import sweep_orphans
 from kevin_tui.processes import process_start
 
 PREFIX = "kevin-eval-"
@@ -20,8 +21,10 @@ OWNER_FILE = ".owner"
 
 
 def make_scratch() -> Path:
-    """A fresh scratch directory stamped with its owner; stale ones from dead owners are swept first."""
+    """A fresh scratch directory stamped with its owner; stale ones from dead owners are swept first, and
+    so are the cgroups (and any process still in them) of a dead kevin-tui."""
     sweep_stale(Path(tempfile.gettempdir()))
+    sweep_orphans()
     scratch = Path(tempfile.mkdtemp(prefix=PREFIX))
     (scratch / OWNER_FILE).write_text(f"{os.getpid()} {process_start(os.getpid())}\n")
     return scratch
@@ -45,3 +48,21 @@ def sweep_stale(directory: Path) -> list[Path]:
             shutil.rmtree(scratch, ignore_errors=True)
             removed.append(scratch)
     return removed
+
+
+def given_dir(worker_scratch: Path) -> Path:
+    """The directory the host fills for the candidate worker whose scratch is `worker_scratch`, bound
+    read-only into its sandbox: a private copy of the problem file, and only the libraries built for it
+    (not the build cache, where every build's sources and libraries lie)."""
+    return worker_scratch.with_name(worker_scratch.name + "-given")
+
+
+def hand_out(library: Path, worker_scratch: Path) -> Path:
+    """Copy a verified library to where that worker can load it, in a directory named like its build's,
+    and return the path the worker is told. A copy, not a hard link: a link would change the cached
+    file's ctime, which the broker's tamper check watches."""
+    target = given_dir(worker_scratch) / library.parent.name / library.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.exists():
+        shutil.copyfile(library, target)
+    return target

@@ -3,10 +3,13 @@
 The reference worker counts the reference's floating-point work (torch's FlopCounterMode: matmuls and
 convolutions; elementwise work counts as memory traffic) and the least memory traffic (inputs,
 outputs, parameters and buffers, each moved once). With the device's peak figures, the least time is
-the larger of bytes/bandwidth and flops/peak, given for the FP32 peak and the tensor-core peak. A
-timing clearly below it is impossible on CUDA, where the L2 cache is flushed before every call: the
-verdict is `rejected` with the figures. On the CPU, where small inputs stay in cache between calls,
-it is a warning.
+the larger of bytes/bandwidth and flops/peak, given for the FP32 peak and the tensor-core peak.
+
+That bound is the *reference's* work: a candidate may legitimately do less (a chain of operators that
+simplifies algebraically, a reduction that makes a matmul a matrix-vector product), so a time below it
+is a warning that asks for the diff to be read. Only a time below what no correct kernel can beat is
+`rejected`: writing the outputs once at the device's bandwidth, and on CUDA one kernel launch. On the
+CPU, where small outputs stay in cache, both are warnings.
 """
 
 from __future__ import annotations
@@ -136,8 +139,46 @@ class Bound:
 IMPOSSIBLE_SHARE = 0.8
 
 
+LAUNCH_FLOOR_MS = 0.002  # one CUDA kernel launch, end to end: no GPU result arrives sooner
+
+
 def impossible(bound: Bound, candidate_ms: float) -> bool:
     return candidate_ms < IMPOSSIBLE_SHARE * bound.least_ms()
+
+
+def output_floor_ms(peaks: Peaks, output_bytes: int, device: str) -> float:
+    """The least time any correct kernel needs: its outputs written once (and one launch on CUDA)."""
+    floor = output_bytes / (peaks.bandwidth_gbs * 1e9) * 1e3
+    return max(floor, LAUNCH_FLOOR_MS) if device.startswith("cuda") else floor
+
+
+@dataclass(frozen=True)
+class Finding:
+    rejected: bool
+    message: str
+
+
+def against_the_bound(
+    bound: Bound, output_bytes: int, device: str, candidate_ms: float, reference_ms: float | None
+) -> Finding | None:
+    """What a candidate time says against the bounds: None, a warning, or (CUDA, below the output floor) a rejection."""
+    floor = output_floor_ms(bound.peaks, output_bytes, device)
+    if candidate_ms < IMPOSSIBLE_SHARE * floor:
+        figures = (f"{candidate_ms:.4f} ms, but writing its {output_bytes / 1e6:.2f} MB of outputs alone takes "
+                   f"{floor:.4f} ms here ({bound.peaks.source})")  # fmt: skip
+        if device.startswith("cuda"):
+            return Finding(True, f"faster than any correct kernel can be: {figures}")
+        return Finding(False, f"timed below the time to write the outputs: {figures}; on the CPU the outputs "
+                       "may have stayed in cache between calls")  # fmt: skip
+    if not impossible(bound, candidate_ms):
+        return None
+    if not device.startswith("cuda") and reference_ms is not None and impossible(bound, reference_ms):
+        return None  # the reference beats the bound too: its data stays in this CPU's caches
+    return Finding(False, (
+        f"faster than the reference's work allows: {candidate_ms:.4f} ms, but the reference's "
+        f"{bound.bytes / 1e6:.1f} MB and {bound.flops / 1e9:.2f} GFLOP take at least {bound.least_ms():.4f} ms here "
+        f"({bound.peaks.source}): an algebraic shortcut, or a cheat — check the diff"
+    ))  # fmt: skip
 
 
 def describe(evidence: dict[str, Any]) -> str:

@@ -1,20 +1,21 @@
-"""Timing in interleaved rounds, checked against the host's clock, with an interval on the speedup.
+"""Timing in interleaved rounds, decided by the host's clock, with an interval on the speedup.
 
-The reference and the candidate are timed in alternating rounds, in a random order each round, so
-whatever else the machine is doing lands on both. Each worker reports its per-call times; the host
-measures each round itself (it knows how many calls were made) and compares the time spent outside
-the reported calls with the reference's, which runs the very same loop: a candidate whose reported
-times are much shorter than what the host's clock saw is rejected, whatever it did to the clocks in
-its own process. The comparison uses each side's least time outside the calls over all rounds: a busy
-machine only ever adds time, so the minimum is the honest loop's real overhead, while a candidate
-that hides its work outside the reported calls pays for it in every round. The speedup is the ratio
-of median per-call times, and its 95% interval comes from a bootstrap over rounds (paired, since
-both sides of a round share the machine's state then).
+The reference and the candidate are timed in alternating rounds, in an order the host draws from its
+own secret each round, so whatever else the machine is doing lands on both. Every round has its own
+seed, sent with the command, that decides all its inputs (see worker/inputs.py), and every call's
+output is committed by a digest in `round_done` before the host names the calls it judges.
 
-Two processes also differ by themselves (where their memory landed, their caches): both workers run
-the reference model again right after each timed call, as a control, and the interval is widened to
-cover the speedup the ratio of the two controls implies. A candidate that tampers with its control
-can only widen its own interval, never raise its lower bound.
+The speedup is the host's: each side's round time per call (the host's clock from the command to the
+reply), less the reference worker's own loop overhead (the least, over rounds, of its round time
+outside the calls it reported: that worker is trusted and runs the very same loop). Whatever the
+candidate does inside its round, in the call, in the loop or in a thread, is charged; its own
+per-call times are detail, and times much shorter than the host's clock saw are refused as forged.
+The interval comes from a bootstrap over paired rounds. Two processes also differ by themselves (where
+their memory landed, their caches): the candidate's worker also runs the reference model over the
+same loop in a control round, timed by the host, and the interval is widened to cover the speedup
+the ratio of that round to the reference's own implies. A candidate that tampers with its control can
+only widen its own interval; the headline speedup stays inside the interval and is 1.0 whenever the
+interval holds 1.0 (a speedup the host's clock does not confirm is not shown as one).
 """
 
 from __future__ import annotations
@@ -29,19 +30,22 @@ from kevin_tui.evaluator.verdict import Timing
 CPU_ROUNDS, CUDA_ROUNDS = 10, 20
 CPU_ROUND_S, CUDA_ROUND_S = 0.03, 0.01
 MAX_CALLS, MIN_CALLS = 200, 3
-OUTPUT_BYTES_PER_ROUND = 16 << 20  # the round's output slots: more, and the allocator behaves differently
+JUDGED_PER_ROUND = 3
+OUTPUT_BYTES_PER_ROUND = 16 << 20  # the round's outputs, kept until judged: more, and the allocator behaves differently
 POOL_BYTES = 256 << 20
 BOOTSTRAP_RESAMPLES = 1000
-# Time outside the reported calls may exceed the reference's by this share of the candidate's reported
-# per-call time, plus this share of the reference's own time outside its calls (the two processes'
-# allocators and caches differ), plus a floor for scheduling jitter, before the reported times are refused.
+# Time outside the reported calls may exceed the reference's own loop overhead by this share of the
+# candidate's reported per-call time plus this share of that overhead (the processes' allocators, caches
+# and scheduling differ) before the reported times are refused as forged. No fixed floor: both scale with
+# the work. The speedup never rests on these times (the host's clock decides it): the check names a lie.
 EXCESS_SHARE = 0.5
-OVERHEAD_SHARE = 0.25
-EXCESS_FLOOR_MS = 0.02
-# The reference model timed in the candidate's process may not run this much faster than in its own worker
-# (what the candidate's own call leaves in the caches can make it up to ~3x faster on the CPU; a clock
-# slowed to make the candidate look fast makes it look as fast as everything else it times).
+OVERHEAD_SHARE = 1.0
+# The reference model timed in the candidate's process may not run this much faster than in its own worker.
 MIN_PROCESS_BIAS = 0.2
+# A candidate's processes may use this many times the CPU time its thread count allows over a round before
+# the verdict says so (its own threads are allowed; more cores than the reference had is worth knowing).
+CPU_SHARE_WARNING = 1.5
+LEAST_MS = 1e-9
 
 
 @dataclass
@@ -60,13 +64,15 @@ class TimingPlan:
         return cls(rounds)
 
     def calls_per_round(self, device: str, per_call_ms: float, output_bytes: int) -> int:
-        """Enough calls for a round to last ~30 ms (CPU) / 10 ms (CUDA), within the memory for outputs."""
-        if self.fixed_calls:
-            return self.fixed_calls
+        """Enough calls for a round to last ~30 ms (CPU) / 10 ms (CUDA), within the memory for outputs; with
+        --timing-trials, that many but never a round shorter than a third of that (the host's clock times
+        whole rounds: a round of a few short calls would be mostly the command's own latency)."""
         target = CUDA_ROUND_S if device.startswith("cuda") else CPU_ROUND_S
-        calls = math.ceil(target * 1e3 / max(per_call_ms, 1e-3))
-        by_memory = OUTPUT_BYTES_PER_ROUND // max(1, output_bytes)
-        return max(MIN_CALLS, min(MAX_CALLS, calls, max(1, by_memory)))
+        if self.fixed_calls:
+            target /= 3
+        calls = max(math.ceil(target * 1e3 / max(per_call_ms, 1e-3)), self.fixed_calls or 0)
+        by_memory = max(1, OUTPUT_BYTES_PER_ROUND // max(1, output_bytes))
+        return max(MIN_CALLS, min(MAX_CALLS, calls, by_memory))
 
 
 @dataclass
@@ -76,8 +82,7 @@ class Round:
     samples_ms: list[float]
     synced_ms: list[float] | None
     window_ms: float  # host clock, from the command to the reply
-    output_ms: float = 0.0  # host clock, writing one output for the judge
-    control_ms: list[float] | None = None  # the reference model timed in the candidate's process
+    cpu_s: float | None = None  # CPU time the worker's processes used in the window (host-read)
 
     @property
     def calls(self) -> int:
@@ -85,17 +90,22 @@ class Round:
 
     @property
     def reported_ms(self) -> float:
-        """The worker's own wall-clock time of its calls (device-synced on CUDA), control calls included."""
-        return sum(self.synced_ms if self.synced_ms is not None else self.samples_ms) + sum(self.control_ms or [])
+        """The worker's own wall-clock time of its calls (device-synced on CUDA)."""
+        return sum(self.synced_ms if self.synced_ms is not None else self.samples_ms)
+
+    @property
+    def host_per_call_ms(self) -> float:
+        return self.window_ms / self.calls
 
     @property
     def outside_ms_per_call(self) -> float:
-        return max(0.0, self.window_ms + self.output_ms - self.reported_ms) / self.calls
+        return max(0.0, self.window_ms - self.reported_ms) / self.calls
 
 
 @dataclass
 class Side:
     rounds: list[Round] = field(default_factory=list)
+    controls: list[Round] = field(default_factory=list)  # the reference model in the candidate's process
 
     def samples(self) -> list[float]:
         return [s for r in self.rounds for s in r.samples_ms]
@@ -103,21 +113,33 @@ class Side:
     def synced(self) -> list[float]:
         return [s for r in self.rounds for s in (r.synced_ms or [])]
 
-    def control(self) -> list[float]:
-        return [s for r in self.rounds for s in (r.control_ms or [])]
-
-    def median(self) -> float:
-        return statistics.median(self.samples())
+    def host_ms(self, overhead_ms: float) -> list[float]:
+        """Per round: the host's time per call, less the reference's own loop overhead."""
+        return [max(r.host_per_call_ms - overhead_ms, min(r.reported_ms / r.calls, r.host_per_call_ms), LEAST_MS)
+                for r in self.rounds]  # fmt: skip
 
     def timings(self, device: str) -> dict[str, Timing]:
         if device.startswith("cuda"):
             return {
-                "events": Timing.from_samples(
-                    self.samples(), "CUDA events, L2 flushed, checked against the host clock"
-                ),
-                "synced_wall": Timing.from_samples(self.synced(), "wall clock with device-wide sync"),
+                "events": Timing.from_samples(self.samples(), "CUDA events, L2 flushed (the worker's own clock)"),
+                "synced_wall": Timing.from_samples(self.synced(), "wall clock with device-wide sync (the worker's)"),
             }
-        return {"wall": Timing.from_samples(self.samples(), "wall clock per call, checked against the host clock")}
+        return {"wall": Timing.from_samples(self.samples(), "wall clock per call (the worker's own clock)")}
+
+
+def loop_overhead(reference: Side, picks: list[int] | None = None) -> float:
+    """The reference worker's time per call outside its calls (median over rounds): the loop's own cost."""
+    rounds = reference.rounds if picks is None else [reference.rounds[i] for i in picks]
+    return statistics.median(r.outside_ms_per_call for r in rounds)
+
+
+def per_call_ms(side: Side, overhead_ms: float, picks: list[int] | None = None) -> float:
+    """A side's time per call on the host's clock (median round), less the reference loop's overhead; never
+    below what the side itself reported (capped at what the host saw). On a busy machine the overhead can
+    swallow a short kernel's whole time; the side's own figure can only raise its time, never lower it."""
+    rounds = side.rounds if picks is None else [side.rounds[i] for i in picks]
+    host = statistics.median(r.host_per_call_ms for r in rounds)
+    return max(host - overhead_ms, min(statistics.median(r.reported_ms / r.calls for r in rounds), host), LEAST_MS)
 
 
 @dataclass
@@ -135,8 +157,8 @@ class ClockCheck:
         """Why the candidate's reported times cannot be true, or None."""
         if self.process_bias < MIN_PROCESS_BIAS:
             return (
-                f"the candidate's process timed the reference model {1 / self.process_bias:.1f}x faster than the "
-                "reference's own worker did: the clocks in that process cannot be trusted"
+                f"the reference model ran {1 / self.process_bias:.1f}x faster in the candidate's process than in "
+                "the reference's own worker, on the host's clock: that process's control cannot be trusted"
             )
         excess = self.outside_ms - self.reference_outside_ms
         if excess <= self.allowed_ms:
@@ -153,42 +175,50 @@ def clock_check(candidate: Side, reference: Side) -> ClockCheck:
     per_call = statistics.median(candidate.samples())
     return ClockCheck(
         per_call_ms=per_call,
-        host_per_call_ms=statistics.median(r.window_ms / r.calls for r in candidate.rounds),
+        host_per_call_ms=statistics.median(r.host_per_call_ms for r in candidate.rounds),
         outside_ms=min(r.outside_ms_per_call for r in candidate.rounds),
         reference_outside_ms=ref_outside,
-        allowed_ms=EXCESS_SHARE * per_call + OVERHEAD_SHARE * ref_outside + EXCESS_FLOOR_MS,
+        allowed_ms=EXCESS_SHARE * per_call + OVERHEAD_SHARE * ref_outside,
         process_bias=process_bias(reference, candidate),
     )
 
 
+def host_speedup(reference: Side, candidate: Side, picks: list[int] | None = None) -> float:
+    overhead = loop_overhead(reference, picks)
+    return per_call_ms(reference, overhead, picks) / per_call_ms(candidate, overhead, picks)
+
+
 def speedup_interval(reference: Side, candidate: Side, seed: int = 0) -> tuple[float, float]:
-    """95% bootstrap interval of median(reference) / median(candidate), resampling paired rounds, widened
-    to cover the same-process estimate when the candidate's worker timed a control."""
-    ref = [r.samples_ms for r in reference.rounds]
-    cand = [r.samples_ms for r in candidate.rounds]
+    """95% bootstrap interval of the host-clock speedup, resampling paired rounds, widened to cover the
+    process difference the control rounds measured."""
     rng = random.Random(seed)
-    n = len(ref)
-    ratios = []
-    for _ in range(BOOTSTRAP_RESAMPLES):
-        picks = [rng.randrange(n) for _ in range(n)]
-        c = statistics.median([s for i in picks for s in cand[i]])
-        ratios.append(statistics.median([s for i in picks for s in ref[i]]) / c if c > 0 else math.inf)
-    ratios.sort()
+    n = len(reference.rounds)
+    ratios = sorted(host_speedup(reference, candidate, [rng.randrange(n) for _ in range(n)])
+                    for _ in range(BOOTSTRAP_RESAMPLES))  # fmt: skip
     low, high = ratios[int(0.025 * len(ratios))], ratios[min(len(ratios) - 1, int(0.975 * len(ratios)))]
     bias = process_bias(reference, candidate)
     return min(low, low * bias), max(high, high * bias)
 
 
-def process_bias(reference: Side, candidate: Side) -> float:
-    """How much slower the reference model runs in the candidate's process than in its own (1.0: none seen)."""
-    control, own = candidate.control(), reference.control()
-    if not control or not own:
+def headline(point: float, interval: tuple[float, float]) -> float:
+    """The speedup to report and rank by: inside the (widened) interval, and 1.0 when it holds 1.0."""
+    low, high = interval
+    if low <= 1.0 <= high:
         return 1.0
-    return statistics.median(control) / statistics.median(own)
+    return min(max(point, low), high)
 
 
-def host_clock_speedup(reference: Side, candidate: Side) -> float:
-    """The speedup the host's own clock implies (whole rounds, overheads included: biased towards 1)."""
-    ref = statistics.median(r.window_ms / r.calls for r in reference.rounds)
-    cand = statistics.median(r.window_ms / r.calls for r in candidate.rounds)
-    return ref / cand if cand > 0 else math.inf
+def process_bias(reference: Side, candidate: Side) -> float:
+    """How much slower the reference model runs in the candidate's process than in its own, on the host's
+    clock over the same loop (1.0: none seen)."""
+    if not candidate.controls or not reference.rounds:
+        return 1.0
+    control = statistics.median(r.host_per_call_ms for r in candidate.controls)
+    own = statistics.median(r.host_per_call_ms for r in reference.rounds)
+    return control / own if own > 0 else 1.0
+
+
+def cpu_share(candidate: Side, threads: int) -> float | None:
+    """The most CPU time the candidate's processes used per second of a round, per thread it was given."""
+    shares = [r.cpu_s / (r.window_ms / 1e3) / threads for r in candidate.rounds if r.cpu_s is not None and r.window_ms]
+    return max(shares) if shares else None

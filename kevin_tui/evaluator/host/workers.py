@@ -2,7 +2,9 @@
 
 Generated code runs only in these processes. Whatever it does (segfault, os._exit, an endless loop,
 children of its own, garbage on the event pipe), the host gets a validated event, a `WorkerGone`, a
-`WorkerTimeout` or a `ProtocolViolation`, and `kill()` takes everything the worker started down.
+`WorkerTimeout` or a `ProtocolViolation`, and `kill()` takes everything the worker started down: in a
+sandbox, by killing the first process of its PID namespace through a pidfd the host opened before
+any candidate code ran, which nothing inside can undo.
 Each event is stamped with the host's clock when it arrives, which is what timing checks rely on.
 """
 
@@ -22,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kevin_tui.evaluator.host.sandbox import Bind, Limits, ProcessGroup, Sandbox, package_root, system_binds
+from kevin_tui.evaluator.host.cgroups import ResourceGroup
+from kevin_tui.evaluator.host.sandbox import Bind, Limits, Sandbox, package_root, seccomp_memfd, system_binds
 from kevin_tui.evaluator.protocol import MAX_EVENT_BYTES, ProtocolViolation, encode, parse_event
-from kevin_tui.processes import cpu_seconds, kill_process_group
+from kevin_tui.processes import cpu_seconds, kill_namespace, kill_process_group, namespace_init
 
 EXIT_GRACE_S = 5.0  # for a worker asked to exit, before it is killed
 MAX_QUEUED_EVENTS = 10_000
@@ -97,22 +100,25 @@ class WorkerProcess:
         self._teardown_lock = threading.Lock()
         self._killed = False
         self._teardown: list[threading.Thread] = []
-        self.group = ProcessGroup(limits.processes)
+        self.group = ResourceGroup(limits.processes, limits.memory)
+        filter_fd = seccomp_memfd() if sandbox.kind == "bwrap" else None
+        passed = fds if filter_fd is None else (*fds, filter_fd)
         try:
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen(
-                    self.group.wrap(sandbox.command(argv, all_binds, str(scratch))),
+                    self.group.wrap(sandbox.command(argv, all_binds, str(scratch), filter_fd)),
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=log,
                     cwd=scratch,
                     env=env,
-                    pass_fds=fds,
+                    pass_fds=passed,
                     start_new_session=True,
                 )
         finally:
-            for fd in fds:
+            for fd in passed:
                 os.close(fd)
+        self._init_pidfd = -1  # the sandbox's first process, found before any command is sent (-2: none, or gone)
         self._commands = os.fdopen(self._command_write, "wb", buffering=0)
         self.events: queue.Queue[Arrived | ProtocolViolation | EOFError] = queue.Queue(MAX_QUEUED_EVENTS)
         self.started = threading.Event()
@@ -144,8 +150,26 @@ class WorkerProcess:
         with contextlib.suppress(queue.Full):
             self.events.put(item, timeout=5)
 
+    def _hold_namespace(self, wait_s: float) -> None:
+        """Open a pidfd for the sandbox's first process, waiting up to `wait_s` for it to be made. Done before
+        the first command goes out, so before any candidate code runs: the host's kill then depends on
+        nothing the candidate can reach (a process group it can leave, a death signal it can clear, a
+        cgroup, the lifeline)."""
+        if not self.wrapped or self._init_pidfd != -1:
+            return
+        deadline = time.monotonic() + wait_s
+        while (fd := namespace_init(self.proc.pid)) is None and self.alive() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        self._init_pidfd = -2 if fd is None else fd
+
+    @property
+    def holds_namespace(self) -> bool:
+        """True while the host holds a pidfd for this sandbox's first process (its kill needs nothing else)."""
+        return self._init_pidfd >= 0
+
     def send(self, message: dict[str, Any]) -> float:
         """Send one command; the host's clock just before it went out."""
+        self._hold_namespace(10.0)
         at = time.perf_counter()
         with contextlib.suppress(ValueError, OSError):  # it died; the next event() reports how
             self._commands.write(encode(message))
@@ -201,13 +225,19 @@ class WorkerProcess:
         return self.proc.poll() is None
 
     def kill(self) -> None:
-        """SIGKILL the whole process group now (nothing in it needs a chance to clean up; the reference is
-        asked to exit by close()); making sure it is gone (its cgroup swept, the worker reaped) happens on
-        a thread, so the caller goes on at once: `reaped()` waits for it. A second kill does nothing."""
+        """SIGKILL the sandbox's first process by pidfd (the kernel then kills every process of its PID
+        namespace, whatever they did to escape the other ways) and the whole process group now (the only way
+        without a sandbox; nothing in it needs a chance to clean up, and the reference is asked to exit by
+        close()); making sure it is gone (the namespace empty, its cgroups swept, the worker reaped) happens
+        on a thread, so the caller goes on at once: `reaped()` waits for it. A second kill does nothing."""
         with self._teardown_lock:
             if self._killed:
                 return
             self._killed = True
+            self._hold_namespace(0.0)
+            if self._init_pidfd >= 0:
+                with contextlib.suppress(OSError):
+                    signal.pidfd_send_signal(self._init_pidfd, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             with contextlib.suppress(OSError):  # unsent bytes to a dead process: nothing to save
@@ -217,6 +247,10 @@ class WorkerProcess:
             self._in_background(self._reap)
 
     def _reap(self) -> None:
+        if self._init_pidfd >= 0:
+            kill_namespace(self._init_pidfd)  # returns once the namespace is empty
+            os.close(self._init_pidfd)
+            self._init_pidfd = -2  # killed: never looked for again
         kill_process_group(self.proc, 0.0)
         self.group.kill_all()
 

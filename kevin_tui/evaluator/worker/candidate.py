@@ -85,6 +85,7 @@ class CandidateRun:
         self.model = self.guarded("moving ModelNew to the device", lambda: model.to(self.device))
         self.reference = common.seeded(seed, lambda: self.problem.Model(*init)).to(self.device)
         self.untouched(None, "after construction")
+        torch.set_num_threads(self.request["threads"])  # pinned again: importing the candidate may have changed it
         self.channel.emit("loaded")
 
     # -- correctness -----------------------------------------------------------------
@@ -211,7 +212,8 @@ class CandidateRun:
     # -- timing ------------------------------------------------------------------------
 
     def pool(self, command: dict[str, Any]) -> None:
-        pool = Pool.build(self.problem.get_inputs, command["seed"], self.device, command["pool_bytes"])
+        pool = Pool.build(self.problem.get_inputs, command["seed"], self.device, command["pool_bytes"],
+                          mixing=command["mixing"])  # fmt: skip
         model, reference = self.model, self.reference
         self.timer = Timer(lambda args: model(*args), pool, self.device, control=lambda args: reference(*args))
         self.channel.emit("pool_ready")
@@ -219,24 +221,29 @@ class CandidateRun:
     def round(self, command: dict[str, Any]) -> None:
         """One timing round: the same loop as the reference's; the tripwires run after the reply, outside
         the window the host measures (a violation ends the run at the next command)."""
+        if (threads := torch.get_num_threads()) != self.request["threads"]:
+            raise Failure("rejected", f"the candidate changed torch's thread count to {threads} "
+                          f"(the reference runs with {self.request['threads']})")  # fmt: skip
         timer = self.timer
         assert timer is not None, "the host sends pool before the first round"
         leftover = LeftoverGuard()
-        samples, synced = self.guarded("timing forward", lambda: timer.round(command["calls"]))
+        path = self.scratch / f"round-{command['round']}.kt"
+        samples, synced = self.guarded(
+            "timing forward", lambda: timer.round(command["calls"], command["seed"], path, command["control"])
+        )
+        if command["control"]:
+            path.unlink()
         self.channel.emit("round_done", round=command["round"], samples_ms=samples, synced_ms=synced,
-                          control_ms=timer.control_ms)  # fmt: skip
+                          path=None if command["control"] else str(path))  # fmt: skip
         self.untouched(leftover, f"timing round {command['round']}")
-
-    def output(self, command: dict[str, Any]) -> None:
-        assert self.timer is not None, "the host sends pool before asking for a timed output"
-        path = self.scratch / f"timed-{command['round']}.kt"
-        write_record(path, {"timed": self.timer.outputs[command["call"]]}, [])
-        self.channel.emit("output_written", round=command["round"], path=str(path))
+        if timer.shared_memory and not self.request["output_aliases"]:
+            shared = timer.shared_memory
+            raise Failure("incorrect", f"in timing round {command['round']}, {shared} output(s) shared memory "
+                          "with their call's inputs, which the reference's output never does")  # fmt: skip
 
     def serve(self) -> None:
-        handlers = {"trial": self.trial, "pool": self.pool, "round": self.round, "output": self.output,
-                    "count": self.count, "profile": self.profile, "ncu": self.ncu,
-                    "sanitize": self.sanitize}  # fmt: skip
+        handlers = {"trial": self.trial, "pool": self.pool, "round": self.round, "count": self.count,
+                    "profile": self.profile, "ncu": self.ncu, "sanitize": self.sanitize}  # fmt: skip
         while (command := self.channel.next_command())["cmd"] != "exit":
             handlers[command["cmd"]](command)
 

@@ -23,6 +23,13 @@ WATCHED = (
     "torch.manual_seed", "torch.save", "torch.Tensor.clone", "torch.Tensor.cpu",
     "torch.Tensor.to", "torch.Tensor.detach", "torch.Tensor.__eq__", "torch.nn.Module.__call__",
     "json.dumps", "os.write", "builtins.isinstance", "builtins.type",
+    # the worker's own checks and recorders: rebinding them is how a candidate would silence them
+    "kevin_tui.evaluator.worker.candidate.aliases", "kevin_tui.evaluator.worker.candidate.snapshot",
+    "kevin_tui.evaluator.worker.candidate.write_record", "kevin_tui.evaluator.worker.common.same",
+    "kevin_tui.evaluator.worker.common.same_values", "kevin_tui.evaluator.worker.capture.aliases",
+    "kevin_tui.evaluator.worker.capture.snapshot", "kevin_tui.evaluator.worker.timing_loop.aliases",
+    "kevin_tui.evaluator.worker.timing_loop.Timer.round", "kevin_tui.evaluator.worker.timing_loop.Timer._call",
+    "kevin_tui.evaluator.worker.tensorfile.write",
 )  # fmt: skip
 
 

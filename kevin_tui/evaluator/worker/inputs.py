@@ -6,11 +6,8 @@ a stale answer and gives itself away. Positions that never vary between samples 
 triangular matrix) are left alone, and a symmetric matrix is changed symmetrically, so an honest
 kernel that relies on the problem's structure still sees valid inputs.
 
-Timed calls use a pool of such near-duplicates, and before every call a few elements of the pool
-entry change again: no two calls see the same input, at the same address or not, yet producing
-them costs one indexed write (the positions and values are drawn once, when the pool is made). The
-reference and the candidate replay the same sequence from the same seed, so the reference knows
-the exact input of any timed call it is asked to judge.
+Timed calls use a `Pool` (below): half of every input is new in every call, from a seed that
+the host sends only when the round starts.
 """
 
 from __future__ import annotations
@@ -133,53 +130,102 @@ def _nbytes(values: list[Any]) -> int:
     return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
-CHANGE_SCHEDULE = 512  # distinct per-call changes drawn up front, used in turn
+MIX_SHARE = 0.5  # of every varying element, the share taken from the other pool entry in each call
+SYMMETRIC_MASKS = 8
 
 
 @dataclass
-class Change:
-    """Per-call writes into one input: positions[c] get values[c] (the other sample's values, in turn)."""
+class Mask:
+    """Where one input takes its values from the second entry: random 0/1 weights twice the input's size,
+    viewed at a per-call offset (or, for a symmetric matrix, one of a few symmetric masks). Floating
+    inputs mix by `lerp` with 0/1 weights (exact, and several times faster than `where`)."""
 
-    positions: Any
-    values: Any
+    bits: Any
+    symmetric: bool
+
+    def pick(self, shape: Any, offset: int) -> Any:
+        if self.symmetric:
+            return self.bits[offset % len(self.bits)]
+        count = self.bits.numel() // 2
+        return self.bits[offset % count : offset % count + count].view(shape)
+
+    def mix(self, a: Any, b: Any, offset: int) -> Any:
+        import torch
+
+        weights = self.pick(a.shape, offset)
+        return torch.lerp(a, b, weights) if a.is_floating_point() else torch.where(weights, b, a)
 
 
-def _changes(mixer: Mixer, seed: int) -> Change:
+def _mask(value: Any, generator: Any, device: str) -> Mask | None:
     import torch
 
-    generator = _generator(seed)
-    positions = torch.stack([mixer.positions(generator) for _ in range(CHANGE_SCHEDULE)]).to(mixer.base.device)
-    flip = (torch.arange(CHANGE_SCHEDULE, device=positions.device) // 2 % 2).bool().unsqueeze(1)
-    values = torch.where(flip, mixer.base[positions], mixer.fresh[positions])
-    return Change(positions, values)
+    if not isinstance(value, torch.Tensor) or value.numel() == 0 or value.is_complex():
+        return None
+    kind = value.dtype if value.is_floating_point() else torch.bool
+    if _is_symmetric(value):
+        side = value.shape[0]
+        masks = [torch.rand(side, side, generator=generator) < MIX_SHARE for _ in range(SYMMETRIC_MASKS)]
+        return Mask([(m.triu() | m.triu().T).to(device, kind) for m in masks], True)
+    return Mask((torch.rand(2 * value.numel(), generator=generator) < MIX_SHARE).to(device, kind), False)
 
 
 @dataclass
 class Pool:
-    """Timed-call inputs: entries on the device, changed a little before each call, the same way on both sides."""
+    """Timed-call inputs that nobody can know before the round that uses them begins.
 
+    The pool holds a few independent samples (drawn from a pool seed at `pool` time). Each call of a
+    round takes two different entries and a random half of every varying element from the second, by a
+    mask at an offset drawn from the round's seed, which the host sends only when the round starts:
+    every call's input is new in about half its elements, so neither a precomputed answer nor an
+    incremental update of an earlier one helps. Positions that never vary between samples are the same
+    in every entry and stay as they are; a symmetric matrix gets a symmetric mask. With
+    `near_duplicates` off (a problem whose inputs must be exactly what `get_inputs()` makes), every
+    call gets a fresh sample drawn from the round's seed instead. The reference and the candidate build
+    the same inputs from the same seeds, so the reference knows the exact input of any call it judges."""
+
+    get_inputs: Callable[[], Any]
+    device: str
     entries: list[list[Any]]
-    changes: list[Change | None]
-    calls: int = 0
+    masks: list[Mask | None]
+    mixing: bool
 
     @classmethod
-    def build(cls, get_inputs: Callable[[], Any], seed: int, device: str, max_bytes: int = POOL_BYTES) -> Pool:
+    def build(
+        cls, get_inputs: Callable[[], Any], seed: int, device: str, max_bytes: int = POOL_BYTES, mixing: bool = True
+    ) -> Pool:
         from kevin_tui.evaluator.worker.common import to_device
 
-        base, fresh = sample(get_inputs, seed), sample(get_inputs, seed + 1)
-        size = max(2, min(8, max_bytes // max(1, _nbytes(base))))
-        entries = [to_device(near_duplicate(base, fresh, seed + 2 + e) or list(base), device) for e in range(size)]
-        mixers = _mixers(base, fresh, device)
-        changes = [_changes(m, seed + 100 + i) if m is not None and m.index is not None else None
-                   for i, m in enumerate(mixers)]  # fmt: skip
-        return cls(entries, changes)
+        if not mixing:
+            return cls(get_inputs, device, [], [], False)
+        first = sample(get_inputs, seed)
+        size = max(2, min(8, max_bytes // max(1, _nbytes(first))))
+        entries = [to_device(first, device)] + [to_device(sample(get_inputs, seed + e), device) for e in range(1, size)]
+        generator = _generator(seed + 1000)
+        return cls(get_inputs, device, entries, [_mask(v, generator, device) for v in first], True)
 
-    def next_args(self) -> list[Any]:
-        """The inputs of the next call: the next pool entry, with a few elements rewritten in place."""
-        entry = self.entries[self.calls % len(self.entries)]
-        slot = self.calls % CHANGE_SCHEDULE
-        for value, change in zip(entry, self.changes, strict=True):
-            if change is not None:
-                value.view(-1)[change.positions[slot]] = change.values[slot]
-        self.calls += 1
-        return entry
+    def schedule(self, seed: int, calls: int) -> list[tuple[int, int, int] | None]:
+        """(first entry, second entry, mask offset) for each call of a round, from the round's seed."""
+        import random
+
+        if not self.mixing:
+            return [None] * calls
+        rng = random.Random(seed)
+        size = len(self.entries)
+        plan: list[tuple[int, int, int] | None] = []
+        for _ in range(calls):
+            first, second = rng.sample(range(size), 2) if size >= 2 else (0, 0)
+            plan.append((first, second, rng.randrange(1 << 30)))
+        return plan
+
+    def args(self, seed: int, call: int, plan: tuple[int, int, int] | None) -> list[Any]:
+        """The inputs of one call: fresh tensors, never an entry itself (what a call does to its inputs
+        stays with that call)."""
+        from kevin_tui.evaluator.worker.common import to_device
+
+        if not self.mixing or plan is None:
+            return to_device(sample(self.get_inputs, (seed + call * 7919) % (1 << 62)), self.device)
+        first, second, offset = plan
+        out = []
+        for a, b, mask in zip(self.entries[first], self.entries[second], self.masks, strict=True):
+            out.append(a if mask is None else mask.mix(a, b, offset))
+        return out

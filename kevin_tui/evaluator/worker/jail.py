@@ -3,8 +3,12 @@
 `unshare` (util-linux) puts the worker in fresh user, PID, mount, network and IPC namespaces; this
 module then does, with the mount(2) and pivot_root(2) system calls, what bubblewrap would: a new
 root on a tmpfs holding only the bind mounts the host asked for (read-only unless marked otherwise),
-a private /proc, /tmp and HOME, a few device nodes, and the old root detached. It runs first thing
-in the worker, before anything reads a file or imports torch.
+a private /proc, /tmp and HOME, a few device nodes, and the old root detached. Then it locks what it
+built, as bubblewrap does: a nested user and mount namespace (the kernel locks every mount inherited
+into it, so no remount can make a read-only bind writable or uncover what a mount hides), every
+capability dropped, `no_new_privs`, and the system-call filter of kevin_tui/evaluator/seccomp.py.
+It runs first thing in the worker, before anything reads a file or imports torch; the candidate's code
+only ever runs after it.
 """
 
 from __future__ import annotations
@@ -12,7 +16,10 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+from pathlib import Path
 from typing import Any
+
+from kevin_tui.evaluator import seccomp
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
@@ -21,6 +28,9 @@ AT_FDCWD, AT_RECURSIVE = -100, 0x8000
 MOUNT_ATTR_RDONLY = 0x1
 SYS_MOUNT_SETATTR = 442
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+CAPABILITY_VERSION_3 = 0x20080522
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -71,7 +81,7 @@ def _placeholder(source: str, target: str) -> None:
 
 
 def enter(spec: dict[str, Any]) -> None:
-    """Build the new root described by `spec` (from the host's sandbox) and move into it."""
+    """Build the new root described by `spec` (from the host's sandbox), move into it and lock it."""
     root = spec["new_root"]
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64m")
@@ -106,3 +116,35 @@ def enter(spec: dict[str, Any]) -> None:
     os.makedirs(spec["home"], exist_ok=True)
     _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
     os.chdir(spec["chdir"])
+    lock()
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as handle:
+        handle.write(text)
+
+
+def lock() -> None:
+    """Make the mounts just built unchangeable from inside, and give up every privilege (see the module
+    docstring). Must run while the process has a single thread (unshare of a user namespace requires it)."""
+    uid, gid = os.geteuid(), os.getegid()
+    _check(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare a nested user namespace")
+    _write("/proc/self/setgroups", "deny")
+    _write("/proc/self/uid_map", f"0 {uid} 1")
+    _write("/proc/self/gid_map", f"0 {gid} 1")
+    last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    zero = ctypes.c_ulong(0)
+    for cap in range(last + 1):
+        _check(_libc.prctl(PR_CAPBSET_DROP, ctypes.c_ulong(cap), zero, zero, zero), f"drop capability {cap}")
+    _check(_libc.prctl(PR_CAP_AMBIENT, ctypes.c_ulong(PR_CAP_AMBIENT_CLEAR_ALL), zero, zero, zero), "clear ambient")
+    header, data = _CapHeader(CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    _check(_libc.capset(ctypes.byref(header), data), "capset")
+    seccomp.install(_libc)

@@ -11,6 +11,7 @@ seconds, not minutes.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,9 +136,21 @@ def compare_output(
             if problem := compare_output(r, g, device, atol, rtol, f"{where}output {index}: "):
                 return problem
         return None
+    if type(ref) is float and type(got) is float:
+        return compare_number(ref, got, atol, rtol, where)
     if type(got) is not type(ref) or got != ref:
         return {"reason": f"{where}{got!r}, expected {ref!r}"[:300]}
     return None
+
+
+def compare_number(ref: float, got: float, atol: float | None, rtol: float | None, where: str) -> dict | None:
+    """A Python float, with the tolerance of torch's default dtype (what `.item()` of a float32 result gives)."""
+    atol, rtol = tolerance_for(torch.get_default_dtype(), atol, rtol)
+    if math.isnan(ref) or math.isnan(got) or math.isinf(ref) or math.isinf(got):
+        matches = (math.isnan(ref) and math.isnan(got)) or got == ref
+    else:
+        matches = abs(got - ref) <= atol + rtol * abs(ref)
+    return None if matches else {"reason": f"{where}{got!r}, expected {ref!r} (atol {atol:g}, rtol {rtol:g})"[:300]}
 
 
 def same_output(a: Any, b: Any) -> bool:

@@ -1,10 +1,12 @@
 """Entry point of every worker: `python -m kevin_tui.evaluator.worker.main ROLE CMD_FD EVENT_FD LIFELINE_FD`.
 
-Before anything else it enters the jail (when the sandbox is the `unshare` fallback), applies the
-resource limits and starts watching its lifeline, a pipe only the host holds open: when the host
-dies, even by SIGKILL, the worker takes its whole process group down (inside a PID namespace it is
-the namespace's first process, so every process of the sandbox goes with it). Then it reads its first
-command and runs its role. Whatever happens, it reports an event rather than dying silently.
+Before anything else it enters the jail (when the sandbox is the `unshare` fallback: mounts, locks,
+filter), leaves a supervisor behind as the namespace's first process (worker/supervisor.py), applies
+the resource limits and starts watching its lifeline, a pipe only the host holds open: when the host
+dies, even by SIGKILL, the worker takes its whole process group down. That is a courtesy: in a
+sandbox, the host's kill and the host's death reach the namespace's first process, which candidate
+code never runs in. Then it reads its first command and runs its role. Whatever happens, it reports
+an event rather than dying silently.
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ def main() -> None:
         from kevin_tui.evaluator.worker.jail import enter
 
         enter(json.loads(jail))
+    if os.getpid() == 1:  # the first process of the sandbox's PID namespace: leave it to a supervisor
+        from kevin_tui.evaluator.worker.supervisor import leave_supervisor
+
+        leave_supervisor(lifeline_fd)
     apply_limits(json.loads(os.environ.pop("KEVIN_WORKER_LIMITS", "{}")))
     watch_lifeline(lifeline_fd)
     from kevin_tui.evaluator.worker.channel import Channel

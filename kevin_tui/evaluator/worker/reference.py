@@ -95,7 +95,7 @@ class Reference:
             ) from exc
         self.outputs: dict[int, list[Any]] = {}
         self.timers: dict[str, Timer] = {}
-        self.kept: dict[tuple[str, int], Any] = {}
+        self.served: dict[int, Any] = {}
         self.output_aliases: list[str] = []  # what the reference's own output shares memory with (its probe)
         self.last_judged: dict[str, Any] | None = None  # the candidate outputs judged last
 
@@ -218,40 +218,57 @@ class Reference:
     # -- timing ------------------------------------------------------------------
 
     def pool(self, command: dict[str, Any]) -> None:
-        self.timers = {}
+        self.timers, self.served = {}, {}
         for side in command["sides"]:
             model = self.model if side == "eager" else self.compiled()
-            pool = Pool.build(self.module.get_inputs, command["seed"], self.device, command["pool_bytes"])
+            pool = Pool.build(self.module.get_inputs, command["seed"], self.device, command["pool_bytes"],
+                              mixing=command["mixing"])  # fmt: skip
 
             def call(args: list[Any], model=model) -> Any:
                 return model(*args)
 
-            # The eager side runs the same pattern as the candidate's worker: each call, then the
-            # reference again on the same inputs as the control that measures the processes' own difference.
-            control = self.forward_only if side == "eager" else None
-            self.timers[side] = Timer(call, pool, self.device, control=control)
+            self.timers[side] = Timer(call, pool, self.device)
         self.channel.emit("pool_ready")
-
-    def forward_only(self, args: list[Any]) -> Any:
-        return self.model(*args)
 
     def compiled(self):
         return torch.compile(self.model)
 
     def round(self, command: dict[str, Any]) -> None:
-        samples, synced = self.timers[command["side"]].round(command["calls"])
-        control = self.timers[command["side"]].control_ms if self.timers[command["side"]].control else None
-        self.channel.emit(
-            "round_done", round=command["round"], samples_ms=samples, synced_ms=synced, control_ms=control
-        )
+        """The same loop as the candidate's, writing its outputs the same way (the file is not needed)."""
+        path = self.outbox / f"round-{command['side']}.kt"
+        samples, synced = self.timers[command["side"]].round(command["calls"], command["seed"], path)
+        path.unlink()
+        self.channel.emit("round_done", round=command["round"], samples_ms=samples, synced_ms=synced, path=None)
 
-    def output(self, command: dict[str, Any]) -> None:
-        """Write one output of the last round (the same cost the candidate pays) and keep it for judging."""
-        value = self.timers[command["side"]].outputs[command["call"]]
-        path = self.outbox / f"timed-{command['side']}-{command['round']}.kt"
-        write_record(path, {"timed": value}, [])
-        self.kept[(command["side"], command["round"])] = value
-        self.channel.emit("output_written", round=command["round"], path=str(path))
+    def ingest(self, command: dict[str, Any]) -> None:
+        """Read every output of one candidate round now, before the host names the calls it judges."""
+        try:
+            outputs = tensorfile.read(Path(command["path"]), with_devices=True)
+            if type(outputs) is not list:
+                raise TensorFileError("not a list of outputs")
+        except (OSError, TensorFileError) as exc:
+            outputs = f"the candidate's outputs of timing round {command['round']} are unusable: {exc}"
+        self.served = {command["round"]: outputs}
+        self.channel.emit("ingested", calls=len(outputs) if type(outputs) is list else 0)
+
+    def judge_timed(self, command: dict[str, Any]) -> None:
+        """The calls the host named, each against the reference's own output for that call."""
+        served, mine = self.served.pop(command["round"]), self.timers["eager"].outputs
+        label = f"timing round {command['round']}"
+        if type(served) is str or len(served) != len(mine):
+            message = served if type(served) is str else f"{label}: {len(served)} outputs for {len(mine)} calls"
+            self.channel.emit("judged", passed=False, checks=[], mismatch={"reason": message}, message=message)
+            return
+        checks = []
+        for call in command["calls"]:
+            verdict = judge_trial(mine[call], {"timed": served[call]}, self.device, command.get("atol"),
+                                  command.get("rtol"), f"{label}, call {call + 1}")  # fmt: skip
+            checks += [c.__dict__ for c in verdict.checks]
+            if not verdict.passed:
+                self.channel.emit("judged", passed=False, checks=checks, mismatch=verdict.mismatch,
+                                  message=verdict.message)  # fmt: skip
+                return
+        self.channel.emit("judged", passed=True, checks=checks, mismatch={}, message="")
 
     def measure_peaks(self, command: dict[str, Any]) -> None:
         """This CPU's memory bandwidth (a large copy) and FP32 rate (a matmul), best of a few runs."""
@@ -271,10 +288,6 @@ class Reference:
         bandwidth = 2 * source.numel() * 4 / copy_s / 1e9
         flops = 2 * 1024**3 / mm_s / 1e12
         self.channel.emit("peaks", bandwidth_gbs=bandwidth, fp32_tflops=flops)
-
-    def judge_timed(self, command: dict[str, Any]) -> None:
-        ref = self.kept.pop(("eager", command["round"]))
-        self.judge(command, ref, f"timed call of round {command['round']}")
 
 
 def run_reference(request: dict[str, Any], channel: Channel) -> None:
@@ -306,7 +319,7 @@ def run_reference(request: dict[str, Any], channel: Channel) -> None:
         "judge": reference.judge_check,
         "pool": reference.pool,
         "round": reference.round,
-        "output": reference.output,
+        "ingest": reference.ingest,
         "judge_timed": reference.judge_timed,
         "measure_peaks": reference.measure_peaks,
         "shapes": reference.shapes,
