@@ -4,7 +4,10 @@
   module ranges (the profiler's overhead), and the whole `kevin-tui profile` command beside a plain
   process that imports torch, builds the model and calls it once;
 - the example kernel alone (the evaluator's speedup on the extracted problem) and in the model
-  (`kevin-tui apply --check`: end to end before and after, with its interval).
+  (`kevin-tui apply --check`: end to end before and after, with its interval);
+- training with it installed (the same check): the training step's (forward and backward) speedup
+  with the recompute backward, and the backward's cost beside eager's (the step less the forward,
+  both interleaved in the same run), and what autograd saves per call.
 
     python3 bench/usermodel_bench.py [--device cpu|cuda] [--tokens 4,64] [--layers 2]
 
@@ -91,6 +94,14 @@ def main() -> None:
         print(f"in the model: {check['before_ms']:.3f} ms before, {check['after_ms']:.3f} ms after: "
               f"{check['speedup']:.2f}x [{low:.2f}, {high:.2f}] over {check['rounds']} interleaved rounds "
               f"(largest output difference {check['max_abs_diff']:.2g})")  # fmt: skip
+        if step := check.get("training", {}).get("step"):
+            training = check["training"]
+            low, high = step["interval"]
+            backward = (step["after_ms"] - check["after_ms"]) / (step["before_ms"] - check["before_ms"])
+            saved = f"{training['saved_before_bytes'] / 1e6:.3g} MB -> {training['saved_after_bytes'] / 1e6:.3g} MB"
+            print(f"training step ({training['backward']} backward): {step['before_ms']:.3f} ms before, "
+                  f"{step['after_ms']:.3f} ms after: {step['speedup']:.2f}x [{low:.2f}, {high:.2f}]; the backward "
+                  f"(step less forward) costs {backward:.2f}x eager's; saved for backward {saved}")  # fmt: skip
     else:
         print(f"in the model: check FAILED: {check['message']}")
 

@@ -334,6 +334,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_opt.add_argument("--git-init", action="store_true", help="with --accept: create a git repository if needed")
     add_module_options(p_opt, "a module of yours (FILE.py:Class; or [problem] in kevin-tui.toml)")
     p_opt.add_argument("--problems-dir", type=Path, default=Path("problems"), help="where problems are written")
+    p_opt.add_argument("--backward", action="store_true",
+                       help="with FILE.py:Class: the problem is the backward of the module, its vector-Jacobian "
+                       "product (inputs and grad_output in, gradients of inputs and parameters out)")  # fmt: skip
     add_prompt_options(p_opt)
     add_eval_options(p_opt, device_aliases=("--eval-device",))
     add_backend_options(p_opt)
@@ -410,6 +413,17 @@ def build_parser() -> argparse.ArgumentParser:
     p_apply.add_argument("--rounds", type=positive_int, default=20, help="interleaved timing rounds (default 20)")
     p_apply.add_argument("--rtol", type=float, help="relative tolerance (default: by dtype, float32 1e-4)")
     p_apply.add_argument("--atol", type=float, help="absolute tolerance (default: rtol times the largest output)")
+    p_apply.add_argument(
+        "--steps",
+        type=int,
+        default=3,
+        metavar="K",
+        help="optimizer steps of SGD and of AdamW compared with and without the kernel (default 3; 0: none)",
+    )
+    p_apply.add_argument("--no-compile", action="store_true", help="do not check torch.compile(model)")
+    p_apply.add_argument("--backward-kernel", type=Path, metavar="KERNEL",
+                         help="a kernel for the block's backward problem (optimize --backward), installed with the "
+                         "forward's; needs --check")  # fmt: skip
     p_apply.add_argument("--no-git", action="store_true", help="only write the helper")
     p_apply.add_argument("--git-init", action="store_true", help="create a git repository if there is none")
     p_apply.add_argument("--sessions-dir", type=Path, default=Path("sessions"), help="where the kernel's session is")

@@ -134,7 +134,7 @@ def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
         if module is not None:  # your module becomes a problem file, proven by running both
             from kevin_tui.usermodel.problems import make_problem
 
-            path, said = make_problem(module, config.problem.evaluation.device, args.problems_dir)
+            path, said = make_problem(module, config.problem.evaluation.device, args.problems_dir, args.backward)
             print(f"kevin-tui: {said}", file=sys.stderr)
             config = replace(config, problem=replace(config.problem, problem=path))
         assert config.problem.problem is not None  # given, or just made from the module
@@ -196,11 +196,12 @@ def cmd_profile(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_apply(args: argparse.Namespace, settings: Settings) -> int:
     from kevin_tui.usermodel.apply import CheckOptions, apply_kernel, record_in_session
 
-    options = CheckOptions(args.device, args.rounds, args.rtol, args.atol)
+    options = CheckOptions(args.device, args.rounds, args.rtol, args.atol, args.steps, not args.no_compile)
     check = check_spec(args)
     if check is not False:
         print(f"kevin-tui: checking {args.kernel} in your model…", file=sys.stderr)
-    applied = apply_kernel(args.kernel, args.problem, check, options, git=not args.no_git, git_init=args.git_init)
+    applied = apply_kernel(args.kernel, args.problem, check, options, git=not args.no_git, git_init=args.git_init,
+                           backward_kernel=args.backward_kernel)  # fmt: skip
     session = record_in_session(applied, args.sessions_dir) if applied.passed is not False else None
     if args.json:
         print(json.dumps({**asdict(applied), "passed": applied.passed, "session": session}, default=str))

@@ -26,7 +26,7 @@ from kevin_tui.usermodel.runner import UserModelProblem, run_worker
 from kevin_tui.usermodel.specs import ModelSpec
 
 TEMPLATE = Path(__file__).with_name("install_template.py")
-SETTING = re.compile(r"^(KERNEL|PROBLEM|CLASS|SOURCE) = .*?(  # .*)$", re.M)
+SETTING = re.compile(r"^(KERNEL|PROBLEM|CLASS|SOURCE|BACKWARD|BACKWARD_KERNEL) = .*?(  # .*)$", re.M)
 KERNEL_SPEEDUP = re.compile(r"^# Kevin kernel for .*?: ([\d.]+)x vs eager", re.M)
 KERNEL_SESSION = re.compile(r"^# session (\S+), turn", re.M)
 
@@ -37,6 +37,8 @@ class CheckOptions:
     rounds: int = 20
     rtol: float | None = None
     atol: float | None = None
+    steps: int = 3  # optimizer steps of SGD and AdamW compared (0: none)
+    compile: bool = True  # check torch.compile(model) too
 
 
 @dataclass
@@ -85,10 +87,50 @@ def check_lines(check: dict[str, Any], model: str) -> list[str]:
     lines = [f"check: {model} on {check.get('device', '?')}" + (f", {swapped}" if swapped else "")]
     lines += [f"  left as it is: {why}" for why in check.get("left", [])]
     if not check["passed"]:
-        return [*lines, f"  FAILED: {check['message']}"]
+        return [*lines, *(training_lines(check["training"]) if check.get("training") else []),
+                f"  FAILED: {check['message']}"]  # fmt: skip
     lines.append(f"  outputs match (largest difference {check['max_abs_diff']:.3g})")
     lines.append(f"  end to end: {check['before_ms']:.3f} ms before, {check['after_ms']:.3f} ms after "
                  f"(median of {check['rounds']} interleaved rounds): {speed_text(check)}")  # fmt: skip
+    return lines + training_lines(check.get("training"))
+
+
+def training_lines(training: dict[str, Any] | None) -> list[str]:
+    """The training proof's figures (see kevin_tui.usermodel.training_check)."""
+    if not training:
+        return ["  training: not checked (no parameter needs a gradient and no input is floating)"]
+    lines = []
+    if training["backward"] == "kernel":
+        lines.append("  backward: the kernel's own (its gradients match the model's)")
+    elif training["backward"] == "backward_kernel":
+        lines.append("  backward: the backward kernel (a second operator, its gradients compared below)")
+    else:
+        lines.append("  backward: recomputes the original block under autograd (gradients exactly the model's)")
+        if "own_backward" in training:
+            lines.append(f"    the kernel's own backward is {training['own_backward']}")
+    if "max_grad_diff" in training:
+        lines.append(f"  gradients match: {training['compared']} parameters and inputs (largest difference "
+                     f"{training['max_grad_diff']:.3g})")  # fmt: skip
+    if "saved_before_bytes" in training:
+        lines.append(f"  saved for backward per call: {training['saved_before_bytes'] / 1e6:.3g} MB before, "
+                     f"{training['saved_after_bytes'] / 1e6:.3g} MB after")  # fmt: skip
+    for name, figures in training.get("steps", {}).items():
+        losses = ", ".join(f"{a:.6g}/{b:.6g}" for a, b in zip(figures["losses_before"], figures["losses_after"],
+                                                                strict=True))  # fmt: skip
+        lines.append(f"  {training['step_count']} {name} steps: losses before/after {losses}; parameters after "
+                     f"within {figures['max_param_diff']:.3g}")  # fmt: skip
+    if compiled := training.get("compiled"):
+        if "error" in compiled:
+            lines.append(f"  torch.compile: fails: {compiled['error']}")
+        else:
+            lines.append(f"  torch.compile: {compiled['graph_breaks']} graph breaks, output within "
+                         f"{compiled['max_abs_diff']:.3g}" + (f", gradients within {compiled['max_grad_diff']:.3g}"
+                                                              if "max_grad_diff" in compiled else "")
+                         + (f" (torch.compile alone differs from eager by {compiled['compile_itself']:.3g})"
+                            if "compile_itself" in compiled else ""))  # fmt: skip
+    if step := training.get("step"):
+        lines.append(f"  training step (forward and backward): {step['before_ms']:.3f} ms before, "
+                     f"{step['after_ms']:.3f} ms after: {speed_text(step)}")  # fmt: skip
     return lines
 
 
@@ -128,8 +170,11 @@ def helper_path(problem: Path) -> Path:
     return problem.with_name(f"{problem.stem}_apply.py")
 
 
-def helper_text(kernel: Path, problem: Problem) -> str:
-    """install_template.py with this kernel's settings."""
+def helper_text(
+    kernel: Path, problem: Problem, backward: str = "recompute", backward_kernel: Path | None = None
+) -> str:
+    """install_template.py with this kernel's settings; `backward` is "kernel" only once the check
+    has matched the kernel's own gradients to the reference's."""
     origin = origin_of(problem)
     helper_dir = problem.path.parent
     source = problem.path.parent / origin["root"] / origin["class_file"]
@@ -138,6 +183,8 @@ def helper_text(kernel: Path, problem: Problem) -> str:
         "PROBLEM": repr(problem.path.name),
         "CLASS": repr(origin["class"]),
         "SOURCE": repr(os.path.relpath(source.resolve(), helper_dir.resolve())),
+        "BACKWARD": repr("backward_kernel" if backward_kernel else backward),
+        "BACKWARD_KERNEL": repr(backward_kernel and os.path.relpath(backward_kernel.resolve(), helper_dir.resolve())),
     }
     text = SETTING.sub(lambda m: f"{m[1]} = {settings[m[1]]}{m[2]}", TEMPLATE.read_text())
     header = (
@@ -170,14 +217,20 @@ def apply_kernel(
     options: CheckOptions = CheckOptions(),
     git: bool = True,
     git_init: bool = False,
+    backward_kernel: Path | None = None,
 ) -> Applied:
     """Write the helper, check it when asked (a failure writes nothing and raises nothing: see
-    `passed`), and commit it unless `git` is False."""
-    if not kernel.is_file() or "ModelNew" not in top_level_names_of(kernel):
-        raise UserModelProblem(f"{kernel}: no such kernel file (one that defines ModelNew)")
+    `passed`), and commit it unless `git` is False. `backward_kernel`, a kernel for the block's
+    backward problem, is installed with the forward's, and only with a check."""
+    for path in (kernel, backward_kernel) if backward_kernel else (kernel,):
+        if not path.is_file() or "ModelNew" not in top_level_names_of(path):
+            raise UserModelProblem(f"{path}: no such kernel file (one that defines ModelNew)")
+    if backward_kernel and check is False:
+        raise UserModelProblem("a backward kernel is installed only once --check has compared its gradients with "
+                               "your model's: add --check")  # fmt: skip
     found = problem_of(kernel, problem)
     helper = helper_path(found.path)
-    text = helper_text(kernel, found)
+    text = helper_text(kernel, found, backward_kernel=backward_kernel)
     applied = Applied(kernel, helper, None, None)
     before = helper.read_text() if helper.exists() else None
     helper.write_text(text)
@@ -185,7 +238,8 @@ def apply_kernel(
         spec = check_model(found, check if isinstance(check, ModelSpec) else None)
         applied.model = spec.describe()
         request = {**spec.request(), "helper": str(helper.resolve()), "device": options.device,
-                   "rounds": options.rounds, "rtol": options.rtol, "atol": options.atol}  # fmt: skip
+                   "rounds": options.rounds, "rtol": options.rtol, "atol": options.atol, "steps": options.steps,
+                   "compile": options.compile, "backward_kernel": backward_kernel is not None}  # fmt: skip
         try:
             applied.check = run_worker("check", request)
         finally:
@@ -193,10 +247,14 @@ def apply_kernel(
                 _put_back(helper, before)
         if not applied.check["passed"]:
             return applied
+        backward = applied.check.get("training", {}).get("backward", "recompute")
+        if backward == "kernel":
+            text = helper_text(kernel, found, backward)
+            helper.write_text(text)
     if git:
         try:
             repo = KernelRepo.find(helper, init=git_init)
-            with_files = repo.changed([kernel, found.path])
+            with_files = repo.changed([kernel, found.path, *with_backward(backward_kernel)])
             relative = [repo.relative(f) for f in with_files]
             done = repo.commit_files({helper: text}, with_files, commit_message(applied, found, kernel, relative,
                                                                                repo.relative(helper)))  # fmt: skip
@@ -204,6 +262,14 @@ def apply_kernel(
         except GitProblem as exc:
             applied.error = str(exc)
     return applied
+
+
+def with_backward(backward_kernel: Path | None) -> list[Path]:
+    """A backward kernel and its problem (`x_backward_kernel.py` is for `x_backward.py`), where they are."""
+    if backward_kernel is None:
+        return []
+    problem = backward_kernel.with_name(backward_kernel.name.removesuffix("_kernel.py") + ".py")
+    return [backward_kernel, *([problem] if problem.exists() else [])]
 
 
 def top_level_names_of(path: Path) -> set[str]:

@@ -93,10 +93,12 @@ class InitRecorder:
 
 
 class InputRecorder:
-    """The first inputs each of the given modules is called with."""
+    """The first inputs each of the given modules is called with, and the autocast dtype it ran
+    under (None: no autocast)."""
 
     def __init__(self, modules: list[nn.Module]) -> None:
         self.calls: dict[int, Call] = {}
+        self.autocast: dict[int, str | None] = {}
         self.handles: list[RemovableHandle] = [
             m.register_forward_pre_hook(self._record, with_kwargs=True) for m in modules
         ]
@@ -104,10 +106,26 @@ class InputRecorder:
     def _record(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if id(module) not in self.calls:
             self.calls[id(module)] = (_detached(args), _detached(kwargs))
+            self.autocast[id(module)] = autocast_dtype([*args, *kwargs.values()])
 
     def close(self) -> None:
         for handle in self.handles:
             handle.remove()
+
+
+def autocast_dtype(args: list[Any]) -> str | None:
+    """The dtype autocast runs in now on the arguments' device, or None when it is off."""
+    device = next((a.device.type for a in args if isinstance(a, torch.Tensor)), "cpu")
+    if not torch.is_autocast_enabled(device):
+        return None
+    return str(torch.get_autocast_dtype(device)).removeprefix("torch.")
+
+
+def dtype_of(module: nn.Module) -> str | None:
+    """The floating dtype of the module's parameters and buffers when it is not float32 (None: float32
+    or none)."""
+    found = next((t.dtype for t in (*module.parameters(), *module.buffers()) if t.is_floating_point()), None)
+    return None if found in (None, torch.float32) else str(found).removeprefix("torch.")
 
 
 def _detached(value: Any) -> Any:

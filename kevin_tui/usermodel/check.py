@@ -1,5 +1,5 @@
 """The proof that a kernel belongs in your model (runs in the worker): the whole model before and after
-`install`, on the same inputs, compared and timed.
+`install`, on the same inputs, compared and timed, for inference and for training.
 
 The model is built once; a deep copy gets the kernel through the generated helper itself (the file
 that will be committed), so what is checked is what you will run. Outputs must match within the
@@ -7,6 +7,11 @@ evaluator's tolerance for their dtype (the absolute tolerance bounded by rtol ti
 reference value). Then both are timed in interleaved rounds, in a random order each round, and the
 end-to-end speedup is the ratio of the median per-call times: a kernel can win alone and lose in
 the model (extra copies, layouts, launches), and this is the figure that says so.
+
+Where gradients can flow, the training proof follows (kevin_tui.usermodel.training_check): the
+kernel's own autograd is tried first and kept only if every gradient matches the model's; otherwise
+the helper's recompute backward is used, and must match. Then optimizer steps, torch.compile, and
+the time of a training step (forward and backward) before and after.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import random
 import statistics
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +32,15 @@ from kevin_tui.evaluator.worker.common import import_file
 from kevin_tui.evaluator.worker.judge import tolerance_for
 from kevin_tui.usermodel.loader import UserModelError, run_forward, where
 from kevin_tui.usermodel.profiling import synchronize
+from kevin_tui.usermodel.training_check import (
+    compare_gradients,
+    compiled,
+    gradients,
+    loss_weights,
+    optimizer_steps,
+    saved_bytes,
+    trainable,
+)
 
 ROUND_S = 0.05
 
@@ -34,7 +49,7 @@ def import_helper(path: Path) -> Any:
     return import_file(path, f"kevin_apply_{path.stem}")
 
 
-def install(helper: Any, model: nn.Module) -> tuple[nn.Module, list[str], list[str]]:
+def install(helper: Any, model: nn.Module, backward: str = "recompute") -> tuple[nn.Module, list[str], list[str]]:
     """A copy of the model with the kernel installed, the swapped paths and the ones left alone."""
     found = helper.matches(model)
     if not found:
@@ -47,7 +62,7 @@ def install(helper: Any, model: nn.Module) -> tuple[nn.Module, list[str], list[s
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the ones left alone are reported above
-            after = helper.install(after, enabled=True)
+            after = helper.install(after, enabled=True, backward=backward)
     except Exception as exc:
         raise UserModelError(f"installing the kernel raised {where(exc)}") from None
     return after, swapped, left
@@ -87,32 +102,66 @@ def compare(
     return (None if expected == got else f"{at} is {got!r} where the model gave {expected!r}"), 0.0
 
 
+def compare_norm(expected: Any, got: Any, rtol: float | None, atol: float | None, at: str) -> tuple[str | None, float]:
+    """As `compare`, but a tensor whose relative L2 error is within rtol matches too: a gradient or a
+    parameter after training carries the forward's rounding differences through the whole model, and
+    in bf16 one of thousands of values can be a unit in the last place off."""
+    why, difference = compare(expected, got, rtol, atol, at)
+    if why is None or not isinstance(expected, torch.Tensor) or not isinstance(got, torch.Tensor):
+        return why, difference
+    if got.shape != expected.shape or got.dtype != expected.dtype or not expected.is_floating_point():
+        return why, difference
+    _, used_rtol = tolerance_for(expected.dtype, atol, rtol)
+    reference, value = expected.double(), got.double()
+    relative = ((value - reference).norm() / reference.norm().clamp_min(1e-30)).item()
+    return (None if relative <= used_rtol else f"{why}; relative L2 error {relative:.3g} > {used_rtol:g}"), difference
+
+
 def _kind(value: Any) -> str:
     if isinstance(value, torch.Tensor):
         return f"a {str(value.dtype).removeprefix('torch.')} tensor {list(value.shape)}"
     return f"a {type(value).__name__}"
 
 
-def timed_rounds(models: dict[str, nn.Module], args: list[Any], device: str, rounds: int) -> dict[str, list[float]]:
-    """Per-call milliseconds of each model, one figure per round; in each round every model runs the
-    same number of calls, in a random order."""
-    run_forward(models["after"], args)  # warm (the kernel's first call may load or tune)
+def timed_rounds(calls: dict[str, Callable[[], Any]], device: str, rounds: int) -> dict[str, list[float]]:
+    """Milliseconds per call of each, one figure per round; in each round every one runs the same
+    number of calls, in a random order."""
+    for call in calls.values():
+        call()  # warm (the kernel's first call may load or tune)
     start = time.perf_counter()
-    run_forward(models["before"], args)
+    next(iter(calls.values()))()
     synchronize(device)
     per_round = max(1, int(ROUND_S / max(time.perf_counter() - start, 1e-6)))
-    times: dict[str, list[float]] = {name: [] for name in models}
-    order = list(models)
-    with torch.no_grad():
-        for _ in range(rounds):
-            random.shuffle(order)
-            for name in order:
-                start = time.perf_counter()
-                for _ in range(per_round):
-                    models[name](*args)
-                synchronize(device)
-                times[name].append((time.perf_counter() - start) * 1e3 / per_round)
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    order = list(calls)
+    for _ in range(rounds):
+        random.shuffle(order)
+        for name in order:
+            start = time.perf_counter()
+            for _ in range(per_round):
+                calls[name]()
+            synchronize(device)
+            times[name].append((time.perf_counter() - start) * 1e3 / per_round)
     return times
+
+
+def timed(before: Callable[[], Any], after: Callable[[], Any], device: str, rounds: int) -> dict[str, Any]:
+    times = timed_rounds({"before": before, "after": after}, device, rounds)
+    median_before, median_after = statistics.median(times["before"]), statistics.median(times["after"])
+    return {"before_ms": median_before, "after_ms": median_after, "speedup": median_before / median_after,
+            "interval": speedup_interval(times["before"], times["after"]), "rounds": len(times["before"])}  # fmt: skip
+
+
+def inference(model: nn.Module, args: list[Any]) -> Callable[[], Any]:
+    def call() -> Any:
+        with torch.no_grad():
+            return model(*args)
+
+    return call
+
+
+def training_step(model: nn.Module, args: list[Any], weights: list[torch.Tensor]) -> Callable[[], Any]:
+    return lambda: gradients(model, args, weights)
 
 
 def check(model: nn.Module, args: list[Any], helper_path: Path, device: str, options: dict[str, Any]) -> dict:
@@ -124,15 +173,71 @@ def check(model: nn.Module, args: list[Any], helper_path: Path, device: str, opt
     except UserModelError as exc:
         return {"passed": False, "message": f"with the kernel, the model fails: {exc}", "swapped": swapped,
                 "left": left}  # fmt: skip
-    why, difference = compare(expected, got, options.get("rtol"), options.get("atol"))
+    rtol, atol = options.get("rtol"), options.get("atol")
+    why, difference = compare(expected, got, rtol, atol)
     result: dict[str, Any] = {"swapped": swapped, "left": left, "max_abs_diff": difference}
     if why:
         return {**result, "passed": False, "message": f"outputs differ: {why}"}
-    times = timed_rounds({"before": model, "after": after}, args, device, int(options.get("rounds", 20)))
-    before, now = statistics.median(times["before"]), statistics.median(times["after"])
-    return {**result, "passed": True, "before_ms": before, "after_ms": now, "speedup": before / now,
-            "interval": speedup_interval(times["before"], times["after"]), "rounds": len(times["before"]),
-            "message": "outputs match"}  # fmt: skip
+    rounds = int(options.get("rounds", 20))
+    if trainable(model, args):
+        after, training, why = check_training(helper, model, after, args, expected, options)
+        result["training"] = training
+        if why:
+            return {**result, "passed": False, "message": why}
+    result.update(timed(inference(model, args), inference(after, args), device, rounds))
+    if "training" in result:
+        weights = loss_weights(expected)
+        step = timed(training_step(copy.deepcopy(model), args, weights),
+                     training_step(copy.deepcopy(after), args, weights), device, rounds)  # fmt: skip
+        result["training"]["step"] = step
+    return {**result, "passed": True, "message": "outputs match"}
+
+
+def check_training(
+    helper: Any, model: nn.Module, after: nn.Module, args: list[Any], expected: Any, options: dict[str, Any]
+) -> tuple[nn.Module, dict[str, Any], str | None]:
+    """The model to install (with the kernel's own backward when its gradients match, else the
+    recompute one), the training figures, and why it fails (None: it passes)."""
+
+    def within(reference: Any, value: Any, at: str) -> tuple[str | None, float]:
+        return compare_norm(reference, value, options.get("rtol"), options.get("atol"), at)
+
+    weights = loss_weights(expected)
+    _, expected_grads = gradients(model, args, weights)
+    figures: dict[str, Any] = {"backward": "recompute", "compared": len(expected_grads)}
+    if options.get("backward_kernel"):
+        figures["backward"] = "backward_kernel"
+        after, _, _ = install(helper, model, backward="backward_kernel")
+    else:
+        own, _, _ = install(helper, model, backward="kernel")
+        try:
+            _, own_grads = gradients(own, args, weights)
+            why_not, _ = compare_gradients(expected_grads, own_grads, within)
+        except Exception as exc:
+            why_not = f"its backward raises {where(exc)}"
+        if why_not is None:
+            figures["backward"], after = "kernel", own
+        else:
+            figures["own_backward"] = f"not used: {why_not}"
+    try:
+        _, got_grads = gradients(after, args, weights)
+    except Exception as exc:
+        return after, figures, f"the backward with the kernel raises {where(exc)}"
+    why, figures["max_grad_diff"] = compare_gradients(expected_grads, got_grads, within)
+    if why:
+        return after, figures, f"gradients differ: {why}"
+    figures["saved_before_bytes"], figures["saved_after_bytes"] = saved_bytes(model, args), saved_bytes(after, args)
+    steps = int(options.get("steps", 3))
+    if steps:
+        figures["steps"], why = optimizer_steps(model, after, args, weights, steps, within)
+        figures["step_count"] = steps
+        if why:
+            return after, figures, f"training differs: {why}"
+    if options.get("compile", True):
+        figures["compiled"], why = compiled(model, after, args, expected, expected_grads, weights, within)
+        if why:
+            return after, figures, why
+    return after, figures, None
 
 
 def speedup_interval(before: list[float], after: list[float], draws: int = 2000) -> list[float]:

@@ -9,6 +9,7 @@ kinds. A problem that does not is never written.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,16 +19,32 @@ from torch import nn
 
 from kevin_tui.evaluator.worker.common import import_file
 from kevin_tui.usermodel.bundle import relative_path
-from kevin_tui.usermodel.capture import Call, NotWritable, in_order, is_users, source_file, spec_of, write
+from kevin_tui.usermodel.capture import (
+    Call,
+    NotWritable,
+    dtype_of,
+    in_order,
+    is_users,
+    source_file,
+    spec_of,
+    write,
+)
 from kevin_tui.usermodel.loader import UserModelError, check_steady, forward_parameters, same_output, where
 from kevin_tui.usermodel.problem_text import ProblemSpec, problem_file_name, problem_text
-from kevin_tui.usermodel.specs import InputSpec, SpecError
+from kevin_tui.usermodel.specs import InputSpec, SpecError, TensorSpec
 
 
 def problem_spec(
-    module: nn.Module, init: Call | None, inputs: list[InputSpec], roots: list[Path], root: Path, target: str | None
+    module: nn.Module,
+    init: Call | None,
+    inputs: list[InputSpec],
+    roots: list[Path],
+    root: Path,
+    target: str | None,
+    autocast: str | None = None,
 ) -> ProblemSpec:
-    """What the problem is made of; raises NotWritable when a part cannot be written as Python."""
+    """What the problem is made of, in the dtype the module's parameters have and the autocast it ran
+    under; raises NotWritable when a part cannot be written as Python."""
     cls = type(module)
     class_file = source_file(cls)
     if class_file is None or not is_users(cls, roots):
@@ -44,6 +61,8 @@ def problem_spec(
         inputs=inputs,
         training=module.training,
         needs=needs,
+        dtype=dtype_of(module),
+        autocast=autocast,
     )
 
 
@@ -61,7 +80,12 @@ def write_and_check(
         text = problem_text(spec, roots, root, problems_dir)
     except SpecError as exc:
         raise UserModelError(str(exc)) from None
-    expected = check_steady(module, args)
+    with running_as(spec, args):
+        expected = check_steady(module, args)
+    if spec.grad_output is not None:
+        grad_output = torch.randn(expected.shape, generator=torch.Generator().manual_seed(0)).to(expected)
+        args = [*args, grad_output]
+        expected = vector_jacobian_product(module, args, spec)
     with tempfile.TemporaryDirectory(prefix="kevin-problem-") as directory:
         path = Path(directory) / problem_file_name(spec)
         path.write_text(text)
@@ -69,7 +93,7 @@ def write_and_check(
         try:
             torch.manual_seed(0)
             model = problem.Model(*problem.get_init_inputs())
-            model.load_state_dict(module.state_dict())
+            (model.block if spec.grad_output else model).load_state_dict(module.state_dict())
             model.to(_device_of(module, args))
             drawn = problem.get_inputs()
             with torch.no_grad():
@@ -82,6 +106,31 @@ def write_and_check(
         if _kind(value) != _kind(made):
             raise UserModelError(f"the problem's get_inputs() draws {name} as {_kind(made)}, not {_kind(value)}")
     return path.name, text
+
+
+def grad_output_spec(output: Any) -> TensorSpec:
+    """What a backward problem draws as the gradient of the module's output."""
+    if not isinstance(output, torch.Tensor) or not output.is_floating_point():
+        raise UserModelError("a backward problem needs a module whose output is one floating tensor")
+    return TensorSpec("grad_output", str(output.dtype).removeprefix("torch."), tuple(output.shape))
+
+
+def vector_jacobian_product(module: nn.Module, args: list[Any], spec: ProblemSpec) -> tuple[torch.Tensor, ...]:
+    """The gradients of the floating inputs, then of the parameters, for grad_output (the last argument)."""
+    *inputs, grad_output = args
+    with torch.enable_grad(), running_as(spec, inputs):
+        inputs = [a.detach().requires_grad_() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                  for a in inputs]  # fmt: skip
+        wrt = [a for a in inputs if isinstance(a, torch.Tensor) and a.requires_grad] + list(module.parameters())
+        return tuple(torch.autograd.grad(module(*inputs), wrt, grad_output))
+
+
+def running_as(spec: ProblemSpec, args: list[Any]) -> contextlib.AbstractContextManager:
+    """The autocast the module ran under in your model (none when it ran without)."""
+    if spec.autocast is None:
+        return contextlib.nullcontext()
+    device = next((a.device.type for a in args if isinstance(a, torch.Tensor)), "cpu")
+    return torch.autocast(device, dtype=getattr(torch, spec.autocast))
 
 
 def _import(path: Path) -> Any:

@@ -34,6 +34,9 @@ class ProblemSpec:
     training: bool
     needs: list[tuple[Path, str]] = field(default_factory=list)  # more of your names the arguments use
     model: dict[str, Any] | None = None  # {"target", "init", "inputs"} of the model it was profiled in
+    dtype: str | None = None  # its parameters' dtype in your model, when not float32 ("bfloat16")
+    autocast: str | None = None  # the dtype autocast ran it in, when it did
+    grad_output: InputSpec | None = None  # set for a backward problem: the gradient of the output, drawn too
 
     def origin(self, root: Path, problems_dir: Path) -> dict[str, Any]:
         """What the first line records; paths are relative to `root`, itself relative to the problem."""
@@ -46,11 +49,14 @@ class ProblemSpec:
             "inputs": [s.text() for s in self.inputs],
             "training": self.training,
             **({"model": self.model} if self.model else {}),
+            **({"dtype": self.dtype} if self.dtype else {}),
+            **({"autocast": self.autocast} if self.autocast else {}),
+            **({"backward": True} if self.grad_output else {}),
         }
 
 
 def problem_file_name(spec: ProblemSpec) -> str:
-    return f"{spec.class_file.stem}_{spec.class_name}.py"
+    return f"{spec.class_file.stem}_{spec.class_name}{'_backward' if spec.grad_output else ''}.py"
 
 
 def problem_text(spec: ProblemSpec, roots: list[Path], root: Path, problems_dir: Path) -> str:
@@ -64,15 +70,18 @@ def problem_text(spec: ProblemSpec, roots: list[Path], root: Path, problems_dir:
         if name in bundler.meaning and not (name == "Model" == spec.class_name and spec.training):
             raise SpecError(f"cannot write a problem for {spec.target}: your code defines {name}, a name "
                             "KernelBench reserves; rename it")  # fmt: skip
+    if spec.grad_output and spec.class_name in ("Model", "Forward"):
+        raise SpecError(f"cannot write a backward problem for {spec.target}: rename your class {spec.class_name}")
     bundler.need_import("torch", "import torch")  # get_inputs() draws with it
     body = bundler.text(root)
     relative = relative_path(spec.class_file, root)
-    first_dim = first_dim_name(spec.inputs)
+    drawn = [*spec.inputs, *([spec.grad_output] if spec.grad_output else [])]
+    first_dim = first_dim_name(drawn)
     sizes = ""
     if first_dim:
-        first = next(s for s in spec.inputs if hasattr(s, "shape"))
+        first = next(s for s in drawn if hasattr(s, "shape"))
         sizes = f"{first_dim} = {first.shape[0]}\n\n\n"
-    inputs = ", ".join(s.expression(first_dim) for s in spec.inputs)
+    inputs = ", ".join(s.expression(first_dim) for s in drawn)
     init = ", ".join(text for _, text in spec.init)
     names = ", ".join(name for name, _ in spec.init)
     about = (
@@ -89,7 +98,7 @@ def problem_text(spec: ProblemSpec, roots: list[Path], root: Path, problems_dir:
         "",
         body,
         "",
-        _model_class(spec) + sizes + "def get_inputs():",
+        (_backward_classes(spec) if spec.grad_output else _model_class(spec)) + sizes + "def get_inputs():",
         f"    return [{inputs}]",
         "",
         "",
@@ -99,11 +108,43 @@ def problem_text(spec: ProblemSpec, roots: list[Path], root: Path, problems_dir:
     ])  # fmt: skip
 
 
-def _model_class(spec: ProblemSpec) -> str:
-    if spec.class_name == "Model":
+def _model_class(spec: ProblemSpec, name: str = "Model") -> str:
+    """Model: your class, in the mode, dtype and autocast it runs in in your model."""
+    if spec.class_name == name:
         return ""
-    lines = [f"class Model({spec.class_name}):", f'    """{spec.class_name}, as your model uses it."""']
-    if not spec.training:
-        lines += ["", "    def __init__(self, *args):", "        super().__init__(*args)",
-                  "        self.eval()  # it runs in eval mode in your model"]  # fmt: skip
+    setup = [] if spec.training else ["        self.eval()  # it runs in eval mode in your model"]
+    if spec.dtype:
+        setup.append(f"        self.to(torch.{spec.dtype})  # its parameters are {spec.dtype} in your model")
+    lines = [f"class {name}({spec.class_name}):", f'    """{spec.class_name}, as your model uses it."""']
+    if setup:
+        lines += ["", "    def __init__(self, *args):", "        super().__init__(*args)", *setup]
+    if spec.autocast:
+        lines += ["", "    def forward(self, *args):",
+                  "        device = next((a.device.type for a in args if isinstance(a, torch.Tensor)), 'cpu')",
+                  f"        with torch.autocast(device, dtype=torch.{spec.autocast}):  # as in your model",
+                  "            return super().forward(*args)"]  # fmt: skip
     return "\n".join([*lines, "", "", ""])
+
+
+def _backward_classes(spec: ProblemSpec) -> str:
+    """Forward (your class as your model uses it) and Model, its vector-Jacobian product."""
+    about = (f"The backward of {spec.class_name}: from its inputs and grad_output (the gradient of its output), "
+             "the gradients of its floating inputs and then of its parameters, in the order parameters() gives "
+             "them (`kevin-tui apply --backward-kernel` installs a kernel for it with the forward's).")  # fmt: skip
+    return _model_class(spec, "Forward") + "\n".join([
+        "class Model(torch.nn.Module):",
+        textwrap.indent(f'"""{textwrap.fill(about, 92)}"""', "    "),
+        "",
+        "    def __init__(self, *args):",
+        "        super().__init__()",
+        "        self.block = Forward(*args)",
+        "",
+        "    def forward(self, *inputs):",
+        "        *args, grad_output = inputs",
+        "        with torch.enable_grad():",
+        "            args = [a.detach().requires_grad_() if torch.is_tensor(a) and a.is_floating_point() else a",
+        "                    for a in args]",
+        "            wrt = [a for a in args if torch.is_tensor(a) and a.requires_grad] + list(self.block.parameters())",
+        "            return tuple(torch.autograd.grad(self.block(*args), wrt, grad_output))",
+        "", "", "",
+    ])  # fmt: skip

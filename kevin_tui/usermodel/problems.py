@@ -41,12 +41,15 @@ def write_problem(directory: Path, name: str, text: str) -> tuple[Path, str]:
     return path, "wrote" if before is None else "unchanged" if before == text else "rewrote"
 
 
-def make_problem(spec: ModelSpec, device: str, directory: Path = DEFAULT_PROBLEMS_DIR) -> tuple[Path, str]:
-    """The problem for a module of yours: written, proven, and said in one line."""
+def make_problem(
+    spec: ModelSpec, device: str, directory: Path = DEFAULT_PROBLEMS_DIR, backward: bool = False
+) -> tuple[Path, str]:
+    """The problem for a module of yours (or for its backward): written, proven, and said in one line."""
     if not spec.inputs:
         raise SpecError(f"{spec.target}: give the inputs its forward takes, e.g. --input x=float32[8,1024] "
                         "(and --init for its constructor)")  # fmt: skip
-    request = {**spec.request(), "device": device, "root": str(Path.cwd()), "problems_dir": str(directory.resolve())}
+    request = {**spec.request(), "device": device, "root": str(Path.cwd()), "problems_dir": str(directory.resolve()),
+               "backward": backward}  # fmt: skip
     answer = run_worker("problem", request)
     path, done = write_problem(directory, answer["file_name"], answer["text"])
     return path, f"{done} {path} ({answer['class']} from {spec.describe()})"

@@ -25,7 +25,7 @@ from kevin_tui.evaluator.worker import common
 from kevin_tui.usermodel import profiling
 from kevin_tui.usermodel.capture import InitRecorder, InputRecorder, NotWritable, is_users
 from kevin_tui.usermodel.check import check
-from kevin_tui.usermodel.extract import input_specs, problem_spec, write_and_check
+from kevin_tui.usermodel.extract import grad_output_spec, input_specs, problem_spec, write_and_check
 from kevin_tui.usermodel.loader import (
     UserModelError,
     build,
@@ -87,6 +87,8 @@ def command_problem(request: dict[str, Any]) -> dict[str, Any]:
         spec = problem_spec(module, init, loaded.specs, loaded.roots, root, request["target"])
     except NotWritable as exc:
         raise UserModelError(f"cannot write a problem for {request['target']}: {exc}") from None
+    if request.get("backward"):
+        spec.grad_output = grad_output_spec(run_forward(module, loaded.args))
     name, text = write_and_check(spec, module, loaded.args, loaded.roots, root, Path(request["problems_dir"]))
     return {"file_name": name, "text": text, "class": spec.class_name}
 
@@ -138,8 +140,10 @@ def _module_rows(
             continue  # not yours, or built but never called
         try:
             specs, values = input_specs(module, call)
-            spec = problem_spec(module, loaded.recorder.calls.get(module), specs, roots, root, None)
-            key = (spec.class_file, spec.class_name, tuple(spec.init), tuple(s.text() for s in specs), spec.training)
+            init, autocast = loaded.recorder.calls.get(module), inputs.autocast.get(id(module))
+            spec = problem_spec(module, init, specs, roots, root, None, autocast)
+            key = (spec.class_file, spec.class_name, tuple(spec.init), tuple(s.text() for s in specs), spec.training,
+                   spec.dtype, spec.autocast)  # fmt: skip
             made.setdefault(key, (spec, values))
         except NotWritable as exc:
             key = (type(module), str(exc))

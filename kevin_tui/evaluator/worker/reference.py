@@ -125,8 +125,13 @@ class Reference:
             raise ProblemBroken(f"{self.path}: the reference forward raised {type(exc).__name__}: {exc}") from exc
         from torch.utils.flop_counter import FlopCounterMode
 
-        with FlopCounterMode(display=False) as counter:
-            self.forward(common.clone(original))
+        counter = FlopCounterMode(display=False)
+        try:
+            with counter:
+                self.forward(common.clone(original))
+            flops = int(counter.get_total_flops())
+        except RuntimeError:  # its module tracker cannot follow a reference that calls autograd.grad (a backward
+            flops = 0  # problem): the work is then counted as none
         if not _supported(out):
             raise ProblemBroken(
                 f"{self.path}: the reference returns a {type(out).__name__}; kevin-tui compares tensors, "
@@ -137,7 +142,7 @@ class Reference:
             "output_aliases": aliases(out, args, model_tensors(self.model)),
             "output_bytes": _nbytes(out),
             "input_bytes": _nbytes(args),
-            "flops": int(counter.get_total_flops()),
+            "flops": flops,
             "work_bytes": _nbytes(original) + _nbytes(out) + _nbytes(model_tensors(self.model)),
         }
 

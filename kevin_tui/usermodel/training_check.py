@@ -1,0 +1,197 @@
+"""The proof that an installed kernel trains and compiles like your model without it (runs in the
+worker, for kevin_tui.usermodel.check).
+
+Both models get the same loss: each output's mean squared distance from a fixed random target (so
+every output value counts, and steps on it stay finite). Compared: the gradient of every parameter
+and floating input; K optimizer steps of SGD and of AdamW from the same state (the losses on the way
+and the parameters after); torch.compile's graph breaks (torch._dynamo.explain) and the compiled
+model's output and gradients; and the bytes autograd saves for the backward.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from kevin_tui.usermodel.loader import UserModelError, where
+
+Compare = Callable[[Any, Any, str], tuple[str | None, float]]
+OPTIMIZERS: dict[str, Callable[[Any], torch.optim.Optimizer]] = {
+    "SGD": lambda parameters: torch.optim.SGD(parameters, lr=0.01, momentum=0.9),
+    "AdamW": lambda parameters: torch.optim.AdamW(parameters, lr=1e-3),
+}
+
+
+def floating(value: Any) -> list[torch.Tensor]:
+    """The floating tensors in an output (nested in tuples, lists and dicts), in order."""
+    if isinstance(value, torch.Tensor):
+        return [value] if value.is_floating_point() else []
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in floating(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in floating(v)]
+    return []
+
+
+def loss_weights(output: Any, seed: int = 0) -> list[torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randn(t.shape, generator=generator).to(t.device, t.dtype) for t in floating(output)]
+
+
+def weighted_loss(output: Any, targets: list[torch.Tensor]) -> torch.Tensor:
+    """The mean squared distance of each floating output from its fixed random target: bounded below,
+    so optimizer steps on it stay finite, and its gradient is a random direction in every value."""
+    tensors = floating(output)
+    if not tensors:
+        raise UserModelError("the model's output has no floating tensor: there is nothing to differentiate")
+    return torch.stack([((t.float() - w.float()) ** 2).mean() for t, w in zip(tensors, targets, strict=True)]).sum()
+
+
+def trainable(model: nn.Module, args: list[Any]) -> bool:
+    """Whether gradients can flow: a parameter that needs one, or a floating input."""
+    return any(p.requires_grad for p in model.parameters()) or any(
+        isinstance(a, torch.Tensor) and a.is_floating_point() for a in args
+    )
+
+
+def gradients(
+    model: nn.Module, args: list[Any], weights: list[torch.Tensor], run: Callable[..., Any] | None = None
+) -> tuple[float, dict[str, Any]]:
+    """The loss and the gradient of every parameter needing one and every floating input (None: none
+    came); `run` calls the model (its compiled form) when given."""
+    inputs = [a.detach().clone().requires_grad_() if _is_float(a) else a for a in args]
+    model.zero_grad(set_to_none=True)
+    with torch.enable_grad():
+        loss = weighted_loss((model if run is None else run)(*inputs), weights)
+        if loss.requires_grad:
+            loss.backward()
+    found = {f"parameter {n}": p.grad for n, p in model.named_parameters() if p.requires_grad}
+    found |= {f"input {i}": a.grad for i, a in enumerate(inputs) if _is_float(a)}
+    return loss.item(), found
+
+
+def _is_float(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.is_floating_point()
+
+
+def compare_gradients(expected: dict[str, Any], got: dict[str, Any], compare: Compare) -> tuple[str | None, float]:
+    """Why the gradients differ (a missing one first: the kernel cut the graph), and the largest difference."""
+    if expected.keys() != got.keys():
+        return f"the gradients are of {sorted(got)}, the model's of {sorted(expected)}", 0.0
+    missing = [name for name in expected if got[name] is None and expected[name] is not None]
+    if missing:
+        return f"no gradient reaches {', '.join(missing)} (the kernel cuts the graph)", 0.0
+    worst = 0.0
+    for name, value in expected.items():
+        if value is None:
+            continue
+        why, difference = compare(value, got[name], f"the gradient of {name}")
+        if why:
+            return why, difference
+        worst = max(worst, difference)
+    return None, worst
+
+
+def optimizer_steps(
+    before: nn.Module, after: nn.Module, args: list[Any], weights: list[torch.Tensor], steps: int, compare: Compare
+) -> tuple[dict[str, Any], str | None]:
+    """Each optimizer's losses over `steps` steps from the same state, with and without the kernel, and
+    the largest parameter difference after them; why they differ (None when they match)."""
+    figures: dict[str, Any] = {}
+    for name, make in OPTIMIZERS.items():
+        models = {"before": copy.deepcopy(before), "after": copy.deepcopy(after)}
+        losses: dict[str, list[float]] = {"before": [], "after": []}
+        for which, model in models.items():
+            optimizer = make(model.parameters())
+            for _ in range(steps):
+                loss, _ = gradients(model, args, weights)
+                optimizer.step()
+                losses[which].append(loss)
+        figures[name] = {"losses_before": losses["before"], "losses_after": losses["after"], "max_param_diff": 0.0}
+        expected = dict(models["before"].named_parameters())
+        got = dict(models["after"].named_parameters())
+        for key, value in expected.items():
+            why, difference = compare(value.detach(), got[key].detach(), f"{key} after {steps} {name} steps")
+            figures[name]["max_param_diff"] = max(figures[name]["max_param_diff"], difference)
+            if why:
+                return figures, why
+        dtype = weights[0].dtype  # the losses are as exact as the outputs they sum
+        why, _ = compare(torch.tensor(losses["before"], dtype=dtype), torch.tensor(losses["after"], dtype=dtype),
+                         f"the {name} losses")  # fmt: skip
+        if why:
+            return figures, why
+    return figures, None
+
+
+def compiled(
+    before: nn.Module,
+    after: nn.Module,
+    args: list[Any],
+    expected: Any,
+    expected_grads: dict[str, Any],
+    weights: list[torch.Tensor],
+    compare: Compare,
+) -> tuple[dict[str, Any], str | None]:
+    """torch.compile of the model with the kernel: graph breaks, output and gradients against the
+    eager model without it; why it fails (None when it matches). Where they differ, the model
+    without the kernel is compiled too: a difference torch.compile makes by itself (inductor computes
+    bf16 in float32) is the bar, not the kernel's."""
+    try:
+        explanation, output, grads = compile_and_run(after, args, weights)
+    except Exception as exc:
+        return {"error": where(exc)}, f"torch.compile of the model with the kernel fails: {where(exc)}"
+    figures: dict[str, Any] = {
+        "graph_breaks": explanation.graph_break_count,
+        "graphs": explanation.graph_count,
+        "break_reasons": [str(r.reason) for r in explanation.break_reasons][:3],
+    }
+    why, figures["max_abs_diff"] = compare(expected, output, "the compiled output")
+    if why is None:
+        why, figures["max_grad_diff"] = compare_gradients(expected_grads, grads, compare)
+    if why is None:
+        return figures, None
+    _, plain_output, plain_grads = compile_and_run(before, args, weights)
+    _, itself = compare(expected, plain_output, "")
+    _, itself_grads = compare_gradients(expected_grads, plain_grads, compare)
+    figures["compile_itself"] = max(itself, itself_grads)
+    worst = max(figures["max_abs_diff"], figures.get("max_grad_diff", 0.0))
+    if worst <= 2 * figures["compile_itself"]:
+        return figures, None
+    return figures, f"compiled: {why} (torch.compile without the kernel differs by {figures['compile_itself']:.3g})"
+
+
+def compile_and_run(model: nn.Module, args: list[Any], weights: list[torch.Tensor]) -> tuple[Any, Any, dict]:
+    """torch._dynamo.explain's account of a copy of the model, and its compiled output and gradients."""
+    import torch._dynamo
+
+    model = copy.deepcopy(model)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        explanation = torch._dynamo.explain(model)(*args)
+    torch._dynamo.reset()
+    fast = torch.compile(model)
+    with torch.no_grad():
+        output = fast(*args)
+    _, grads = gradients(model, args, weights, fast)
+    return explanation, output, grads
+
+
+def saved_bytes(model: nn.Module, args: list[Any]) -> int:
+    """What autograd keeps for the backward of one call, beyond the parameters (which it keeps anyway)."""
+    parameters = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    saved: dict[int, int] = {}
+
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in parameters:
+            saved[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    inputs = [a.detach().clone().requires_grad_() if _is_float(a) else a for a in args]
+    with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        model(*inputs)
+    return sum(saved.values())
