@@ -12,7 +12,7 @@ import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.evaluator.host import cache
-from kevin_tui.evaluator.worker.pch import evict
+from kevin_tui.evaluator.host.cache import evict
 from tests.conftest import CANDIDATES
 from tests.test_builds import needs_nvcc
 
@@ -85,7 +85,7 @@ def test_precompiled_headers_are_capped_least_recently_used_first_and_in_use_one
 
 
 def test_a_new_flag_set_gets_a_header_only_when_it_fits_or_comes_back(tmp_path, monkeypatch):
-    from kevin_tui.evaluator.worker.pch import admit
+    from kevin_tui.evaluator.host.cache import admit
 
     monkeypatch.setenv("KEVIN_TUI_PCH_MAX_GB", str(2500 / (1 << 30)))
     root = tmp_path / "pch"
