@@ -45,6 +45,7 @@ LEFTOVER_CPU_SHARE = 0.25
 LEFTOVER_CPU_FLOOR_S = 0.02
 # A candidate whose error against a float64 reference uses this many times the share of the tolerance the
 # float32 reference's own error uses (and at least this share) computes in less precision than it should.
+MAX_WORDS = 4000  # of a message the candidate's process wrote, kept in a verdict
 PRECISION_RATIO = 10.0
 PRECISION_FLOOR = 0.1
 
@@ -133,9 +134,10 @@ class CandidateRun:
         if kind in names:
             return arrived
         if kind == "final":
-            raise Decided(Verdict(Status(event["status"]), event["message"], details=event["details"]))
+            raise Decided(Verdict(Status(event["status"]), event["message"][:MAX_WORDS], details=event["details"]))
         if kind == "crash":
-            raise Decided(Verdict(Status.RUNTIME_ERROR, event["message"], details={"traceback": event["traceback"]}))
+            details = {"traceback": event["traceback"][-MAX_WORDS:]}
+            raise Decided(Verdict(Status.RUNTIME_ERROR, event["message"][:MAX_WORDS], details=details))
         if kind == "environment_error":  # after import, nothing the candidate's process says blames the machine
             message = f"the candidate's process reported an environment problem after importing it: {event['message']}"
             raise Decided(Verdict(Status.RUNTIME_ERROR, message[:2000]))
@@ -333,7 +335,7 @@ class CandidateRun:
         """The library built but did not load (an undefined symbol, usually): say which, readably."""
         for record in reversed(self.builds):
             if record.name == name:
-                text = demangle(message.replace(record.directory + "/", ""))
+                text = demangle(message[:MAX_WORDS].replace(record.directory + "/", ""))
                 record.loaded, record.message = False, text
                 record.compiler_errors = [{"file": None, "line": None, "message": text}]
                 return

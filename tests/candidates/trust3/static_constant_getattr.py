@@ -1,6 +1,6 @@
 """Trust3 attack (static checks): PyTorch compute under a constant name. It builds the honest relu_ext
-(so "has a kernel" is true) and never calls it: forward is `getattr(torch, "re" + "lu")(x)`. The checker
-only flagged getattr with a *computed* name, and a constant one resolved to nothing.
+(so "has a kernel" is true) and never calls it: forward is `getattr(torch, "relu")(x)`. The checker only
+flagged getattr with a *computed* name, and a constant one resolved to nothing.
 
 Before: `correct` under --strict, no warning. Correct: `rejected` under --strict (torch_compute_ops).
 """
@@ -26,4 +26,4 @@ relu_ext = load_inline(name="relu_ext", cpp_sources=cpp_source, functions=["relu
 
 class ModelNew(nn.Module):
     def forward(self, x):
-        return getattr(torch, "re" + "lu")(x)
+        return getattr(torch, "relu")(x)
