@@ -232,8 +232,9 @@ class Reference:
         try:
             outputs, given_aliases = read_record(Path(command["path"]), runs)
         except (OSError, TensorFileError) as exc:
-            self.channel.emit("judged", passed=False, checks=[], mismatch={"reason": _bounded(str(exc))}, precision=None,
-                              message=_bounded(f"the candidate's output file for {label} is unusable: {exc}"))  # fmt: skip
+            message = _bounded(f"the candidate's output file for {label} is unusable: {exc}")
+            self.channel.emit("judged", passed=False, checks=[], mismatch={"reason": message}, precision=None,
+                              message=message)  # fmt: skip
             return
         verdict = judge_trial(ref, outputs, self.device, command.get("atol"), command.get("rtol"), label, previous)
         if verdict.passed and given_aliases and not self.output_aliases:
