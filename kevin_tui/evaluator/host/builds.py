@@ -14,6 +14,7 @@ and every builder sees them read-only.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -259,19 +260,21 @@ class BuildBroker:
         try:
             worker.send({"cmd": "pch", "extra_cflags": spec["extra_cflags"],
                          "include_paths": spec["extra_include_paths"], "directory": str(staging)})  # fmt: skip
-            key = worker.event(deadline - time.monotonic())
-            if key["event"] != "pch_key" or not re.fullmatch(r"[0-9a-f]{20}", key["key"]):
+            event = worker.event(deadline - time.monotonic())
+            if event["event"] != "pch_key" or not re.fullmatch(r"[0-9a-f]{20}", key := event["key"]):
                 return ""
-            if usable_pch(self.pch_store, key["key"], self.manifests):
-                return key["key"]
-            if not admit(self.pch_store / key["key"]):
-                return ""
-            worker.send({"cmd": "pch_build"})
-            made = worker.event(deadline - time.monotonic())
-            if made["event"] != "pch_built" or made["message"]:
-                return ""
-            worker.kill()
-            return key["key"] if install_pch(staging, self.pch_store, key["key"], self.manifests) else ""
+            with open(self.staging / f"{key}.lock", "a") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # a build making this header right now: use it once made
+                if usable_pch(self.pch_store, key, self.manifests):
+                    return key
+                if not admit(self.pch_store / key):
+                    return ""
+                worker.send({"cmd": "pch_build"})
+                made = worker.event(deadline - time.monotonic())
+                if made["event"] != "pch_built" or made["message"]:
+                    return ""
+                worker.kill()
+                return key if install_pch(staging, self.pch_store, key, self.manifests) else ""
         except (WorkerGone, ProtocolViolation, OSError):
             return ""  # the header only ever saves time: build without it
         finally:

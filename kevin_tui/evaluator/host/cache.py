@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-PARTS = ("builds", "pch", "manifests")
+PARTS = ("builds", "pch", "manifests", "staging")
 PCH_HEADER = "torch_extension_pch.h"
 PCH_TEXT = "#include <torch/extension.h>\n"
 
@@ -86,6 +86,8 @@ class Usage:
 
 
 def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
 
 
@@ -112,7 +114,9 @@ def clean(root: Path, parts: tuple[str, ...] = PARTS) -> int:
 def describe(root: Path) -> str:
     lines = [f"build cache: {root}"]
     for part, found in usage(root).items():
-        what = {"builds": "extension builds", "pch": "precompiled headers"}.get(part, "host records")
+        what = {"builds": "extension builds", "pch": "precompiled headers", "manifests": "host records"}.get(
+            part, "headers being made"
+        )
         lines.append(f"  {part:<7} {found.entries:5d} {what:<20} {found.bytes / (1 << 20):10.1f} MB")
     return "\n".join(lines)
 
