@@ -389,7 +389,7 @@ class CandidateRun:
         if done["index"] != index:
             raise ProtocolViolation(f"trial_done for trial {done['index']}, expected {index}")
         taken = self.take_output(done["path"], f"out-{index}.kt", f"eval-{self.evaluation}-changed.kt")
-        label = "the first trial's input objects after they and the parameters changed in place"
+        label = "the first trial's input objects after they and the model's parameters changed in place"
         try:
             self.judge({"cmd": "judge", "eval": self.evaluation, "trial": index, "path": str(taken), "label": label,
                         "runs": ["changed"]})  # fmt: skip

@@ -232,7 +232,7 @@ class CandidateRun:
                 for name, value in saved.items():
                     params[name].copy_(value)
         path = self.scratch / f"out-{index}.kt"
-        write_record(path, {"changed": out}, out_aliases)
+        write_record(path, {"parameters" if follow else "inputs": out}, out_aliases)
         self.channel.emit("trial_done", index=index, path=str(path))
 
     # -- timing ------------------------------------------------------------------------

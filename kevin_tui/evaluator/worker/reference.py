@@ -53,9 +53,11 @@ def write_record(path: Path, outputs: dict[str, Any], found_aliases: list[str]) 
 MAX_ALIASES = 16
 
 
-def read_record(path: Path, names: tuple[str, ...]) -> tuple[dict[str, Any], list[str]]:
-    """The runs of an output record, which must be exactly `names` (the candidate wrote it, and its words
-    end up in the judgement), and what its outputs alias."""
+def read_record(path: Path, names: tuple[str, ...], *others: tuple[str, ...]) -> tuple[dict[str, Any], list[str]]:
+    """The runs of an output record, which must be exactly `names` or one of the `others` (the candidate wrote
+    it, and its words end up in the judgement), and what its outputs alias."""
+    accepted = [set(names), *map(set, others)]
+    names = tuple(n for choice in (names, *others) for n in choice)
     record = tensorfile.read(path, with_devices=True)
     if not (type(record) is list and len(record) == 2 and type(record[0]) is list and type(record[1]) is list):
         raise TensorFileError("not an output record")
@@ -67,7 +69,7 @@ def read_record(path: Path, names: tuple[str, ...]) -> tuple[dict[str, Any], lis
             raise TensorFileError(f"an output record with a run named {pair[0][:40]!r}, expected {'/'.join(names)}")
         runs[pair[0]] = pair[1]
     aliases = record[1]
-    if set(runs) != set(names) or len(aliases) > MAX_ALIASES:
+    if set(runs) not in accepted or len(aliases) > MAX_ALIASES:
         raise TensorFileError(f"not an output record of the runs {'/'.join(names)}")
     if not all(type(a) is str and len(a) <= tensorfile.MAX_NAME for a in aliases):
         raise TensorFileError("not an output record")
@@ -216,14 +218,27 @@ class Reference:
         ]  # fmt: skip
         other = common.seeded(command["seed"], lambda: self.module.Model(*self.init_inputs)).to(self.device)
         params = {name: p.detach() for name, p in other.named_parameters()}
+        on_device = tuple(common.to_device(args, self.device))
         with torch.no_grad(), no_modes():
-            expected = snapshot(functional_call(self.model, params, tuple(common.to_device(args, self.device))))
+            expected = {"parameters": snapshot(functional_call(self.model, params, common.clone(on_device))),
+                        "inputs": snapshot(self.model(*common.clone(on_device)))}  # fmt: skip
         common.synchronize(self.device)
         path = self.outbox / f"eval-{command['eval']}-changed.kt"
         tensorfile.write(path, [args, [[name, value] for name, value in params.items()]])
         outputs = self.outputs.setdefault(command["eval"], [])
         outputs.append(expected)
         self.channel.emit("changed_ready", path=str(path), index=len(outputs) - 1)
+
+    def judge_changed(self, command: dict[str, Any]) -> None:
+        """The in-place-change trial, against the output for what the candidate's worker changed: inputs and
+        parameters, or its inputs only (its parameters are not the reference's, or it keeps derived ones)."""
+        expected = self.outputs[command["eval"]][command["trial"]]
+        try:
+            (changed,), _ = read_record(Path(command["path"]), ("parameters",), ("inputs",))
+        except (OSError, TensorFileError, ValueError):
+            changed = "parameters"  # judged below, which says why the record is unusable
+        label = command["label"] + (" (its inputs only)" if changed == "inputs" else "")
+        self.judge(command, expected[changed], label, runs=(changed,))
 
     def judge(
         self, command: dict[str, Any], ref: Any, label: str, previous: Any = None, runs: tuple[str, ...] = TRIAL_RUNS,
@@ -255,7 +270,7 @@ class Reference:
         index = command["trial"]
         outputs = self.outputs.get(command["eval"], [])
         if command.get("runs") == ["changed"]:
-            self.judge(command, outputs[index], command["label"], runs=("changed",))
+            self.judge_changed(command)
             return
         if label := command.get("label"):
             self.judge(command, outputs[index], label)
