@@ -32,8 +32,9 @@ from kevin_tui.config import BatchConfig, ProblemConfig, RunConfig  # noqa: E402
 from kevin_tui.device_gate import DeviceGate  # noqa: E402
 from kevin_tui.driver import Driver  # noqa: E402
 from kevin_tui.evaluator import EvalOptions  # noqa: E402
+from kevin_tui.models.backends import scripted_config  # noqa: E402
 from kevin_tui.models.base import Sampling  # noqa: E402
-from kevin_tui.models.factory import BackendConfig, open_backend  # noqa: E402
+from kevin_tui.models.factory import open_backend  # noqa: E402
 from kevin_tui.run import open_problem  # noqa: E402
 from kevin_tui.session import load_session  # noqa: E402
 from tests.batch_problems import PLANS, write_script  # noqa: E402
@@ -44,7 +45,7 @@ Verdicts = dict[tuple[str, int], list[str]]
 def configs(work: Path, args: argparse.Namespace) -> tuple[BatchConfig, tuple]:
     plans = PLANS[: args.problems]
     script = write_script(work / "script.json", plans, args.turns)
-    backend = BackendConfig(backend="scripted", script=script, script_delay=args.delay, sampling=Sampling(seed=0))
+    backend = scripted_config(script, delay=args.delay, sampling=Sampling(seed=0))
     evaluation = EvalOptions(device="cpu", timing_trials=10, shapes="off", trials=2, cache_dir=work / "cache")
     problem = ProblemConfig(trajectories=args.trajectories, evaluation=evaluation)
     config = BatchConfig(backend=backend, problem=problem, problems=tuple(p.path for p in plans), turns=args.turns,

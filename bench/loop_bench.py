@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from kevin_tui import kernelbench  # noqa: E402
 from kevin_tui.evaluator.verdict import Status, Verdict  # noqa: E402
 from kevin_tui.loop import Agent, LoopConfig  # noqa: E402
 from kevin_tui.models.scripted import ScriptedBackend  # noqa: E402
@@ -38,8 +38,7 @@ from kevin_tui.session.events import (  # noqa: E402
     ReplyEvent,
 )
 
-KERNELBENCH = Path(os.environ.get("KEVIN_TUI_KERNELBENCH", REPO.parent / "shared" / "kernelbench"))
-PROBLEM = (KERNELBENCH / "level2" / "1_Conv2D_ReLU_BiasAdd.py").read_text()
+PROBLEM = kernelbench.resolve_one("kernelbench:level2/1").read_text()
 KERNEL = (REPO / "tests" / "candidates" / "relu_cuda.py").read_text()
 REASONING = " ".join(random.Random(0).choice(["tile", "warp", "coalesce", "fuse", "the", "load"]) for _ in range(8000))
 

@@ -10,10 +10,12 @@ import argparse
 from datetime import datetime
 from pathlib import Path
 
+from kevin_tui import kernelbench
 from kevin_tui.config import BatchConfig, ProblemConfig, RunConfig, Settings
 from kevin_tui.evaluator.cli_options import add_eval_options, options_from, positive_int
 from kevin_tui.models.base import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, DEFAULT_TEMPERATURE, DEFAULT_TOP_P, Sampling
-from kevin_tui.models.factory import BACKENDS, BackendConfig
+from kevin_tui.models.factory import BackendConfig, backend_names
+from kevin_tui.models.registry import kinds
 from kevin_tui.protocol.prompt import DEFAULT_BUDGET
 from kevin_tui.usermodel.problems import wants_problem
 from kevin_tui.usermodel.specs import ModelSpec
@@ -24,23 +26,54 @@ exit codes: 0 correct; 3 compiled (built, but no CUDA device to run it);
 evaluate it (CPU-only torch, no nvcc, no such device)."""
 
 
+PROBLEM_HELP = "a problem file (KernelBench form), or a shipped one: kernelbench:level1/19"
+
+
+def problem_argument(text: str) -> str:
+    """A problem as typed: `kernelbench:level1/19` becomes the shipped file, anything else stays as it is."""
+    if not kernelbench.is_name(text):
+        return text
+    try:
+        return str(kernelbench.resolve_one(text))
+    except kernelbench.KernelBenchNameError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def problems_argument(text: str) -> list[Path]:
+    """batch's problems: a file, or a `kernelbench:` name, which may stand for a whole level."""
+    if not kernelbench.is_name(text):
+        return [Path(text)]
+    try:
+        return kernelbench.resolve(text)
+    except kernelbench.KernelBenchNameError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_backend_options(parser: argparse.ArgumentParser) -> None:
+    """The model flags every backend shares, then each registered backend's own, in a group of its own."""
     group = parser.add_argument_group("model")
-    group.add_argument("--backend", choices=BACKENDS, default="auto",
-                       help="auto: openai with --server, vllm with a GPU; without either, say what to do")  # fmt: skip
+    backends = "; ".join(f"{kind.name}: {kind.summary}" for kind in kinds())
+    group.add_argument("--backend", choices=backend_names(), default="auto",
+                       help=f"auto: openai with --server, vllm with a GPU; without either, say what to do. "
+                       f"{backends}")  # fmt: skip
     group.add_argument("--model", default=DEFAULT_MODEL, help=f"model id or local directory (default {DEFAULT_MODEL})")
     group.add_argument("--server", metavar="URL", help="an OpenAI-compatible server (API key from KEVIN_TUI_API_KEY)")
     group.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
     group.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE)
     group.add_argument("--top-p", type=float, default=DEFAULT_TOP_P)
     group.add_argument("--sampling-seed", type=int, default=None)
-    group.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm: GPUs to shard the model over")
-    group.add_argument("--gpu-memory-utilization", type=float, default=0.85, help="vllm: fraction of GPU memory")
-    group.add_argument("--port", type=int, default=8000, help="vllm: port of the managed server")
-    group.add_argument("--keep-server", action="store_true", help="vllm: leave the server running on exit")
-    group.add_argument("--script", type=Path, help="scripted: a JSON list of {reasoning, answer} replies to replay")
-    group.add_argument("--script-rate", type=float, default=0.0, help="scripted: chunks per second (0: at once)")
-    group.add_argument("--script-delay", type=float, default=0.0, help="scripted: seconds before each reply starts")
+    for kind in kinds():
+        if kind.options is None or not kind.flags:
+            continue
+        own = parser.add_argument_group(f"--backend {kind.name}")
+        defaults = kind.options()
+        for name, option in kind.flags.items():
+            default = getattr(defaults, name)
+            if option.action:
+                own.add_argument(option.flag, dest=name, action=option.action, help=option.help)
+            else:
+                own.add_argument(option.flag, dest=name, type=option.type, default=default, choices=option.choices,
+                                 help=option.help)  # fmt: skip
 
 
 def add_module_options(parser: argparse.ArgumentParser, what: str) -> None:
@@ -84,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EVAL_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p_eval.add_argument("problem", help="the reference module (KernelBench form)")
+    p_eval.add_argument("problem", type=problem_argument, help=PROBLEM_HELP)
     p_eval.add_argument("candidate", help="the candidate module defining ModelNew")
     add_eval_options(p_eval)
     p_eval.add_argument("--json", action="store_true", help="print one JSON object on stdout")
@@ -92,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     accept.add_argument(
         "--accept", action="store_true", help="if correct, write it beside the problem module and commit it alone"
     )
+    accept.add_argument("--accept-slower", action="store_true", help="with --accept: even if it is slower than eager")
     accept.add_argument("--kernel-name", metavar="FILE", help="kernel file name (default: <module>_kernel.py)")
     accept.add_argument("--no-git", action="store_true", help="only write the kernel file")
     accept.add_argument("--git-init", action="store_true", help="create a git repository if there is none")
@@ -102,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Build the first-turn prompt for PROBLEM, stream the reasoning (stderr) and the answer "
         "(stdout), and parse the kernel. The quickest check that a model server works with kevin-tui.",
     )
-    p_ask.add_argument("problem", help="the reference module (KernelBench form)")
+    p_ask.add_argument("problem", type=problem_argument, help=PROBLEM_HELP)
     add_backend_options(p_ask)
     add_prompt_options(p_ask)
     p_ask.add_argument("--save", metavar="FILE", help="write the parsed kernel to FILE")
@@ -116,8 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_opt.add_argument(
         "problem",
         nargs="?",
-        help="a problem file (KernelBench form), or a module of yours: FILE.py:Class (or FILE.py with one "
-        "nn.Module class) with --init and --input, written as a problem under --problems-dir",
+        type=problem_argument,
+        help="a problem file (KernelBench form), a shipped one (kernelbench:level1/19), or a module of yours: "
+        "FILE.py:Class (or FILE.py with one nn.Module class) with --init and --input, written as a problem under "
+        "--problems-dir",
     )
     p_opt.add_argument("--headless", action="store_true", help="run --turns turns without asking anything")
     p_opt.add_argument("--inline-editor", action="store_true", help="TUI: edit kernels inside the app, not in $EDITOR")
@@ -152,7 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
         "at a time per evaluation device. Each trajectory is a session file in --out; --resume continues a "
         "killed run. `kevin-tui batch report RUN [RUN]` prints and writes the report (two runs side by side).",
     )
-    p_batch.add_argument("problems", nargs="*", type=Path, help="problem files (KernelBench form)")
+    p_batch.add_argument("problems", nargs="*", type=problems_argument,
+                         help="problem files (KernelBench form), or shipped ones: kernelbench:level1 (a level), "
+                         "kernelbench:level2/12 (one)")  # fmt: skip
     p_batch.add_argument("--out", type=Path, help="the run directory (default runs/batch-<date>)")
     p_batch.add_argument("--resume", type=Path, metavar="RUN", help="continue the run in RUN where it stopped")
     p_batch.add_argument("--trajectories", type=positive_int, default=16, help="per problem (default 16, as Kevin)")
@@ -279,18 +317,17 @@ def check_spec(args: argparse.Namespace) -> ModelSpec | bool:
 
 
 def backend_config(args: argparse.Namespace) -> BackendConfig:
+    options = {
+        kind.name: kind.options(**{name: getattr(args, name) for name in kind.flags})
+        for kind in kinds()
+        if kind.options is not None and kind.flags
+    }
     return BackendConfig(
         backend=args.backend,
         model=args.model,
         server=args.server,
         sampling=Sampling(args.temperature, args.top_p, args.max_tokens, args.sampling_seed),
-        tensor_parallel_size=args.tensor_parallel_size,
-        gpu_memory_utilization=args.gpu_memory_utilization,
-        port=args.port,
-        keep_server=args.keep_server,
-        script=args.script,
-        script_rate=args.script_rate,
-        script_delay=args.script_delay,
+        options=options,
     )
 
 
@@ -345,7 +382,7 @@ def batch_config(args: argparse.Namespace) -> BatchConfig:
     return BatchConfig(
         backend=backend_config(args),
         problem=problem,
-        problems=tuple(args.problems),
+        problems=tuple(path for named in args.problems for path in named),
         turns=args.turns,
         out=out,
         resume=args.resume is not None,

@@ -31,7 +31,7 @@ from kevin_tui.evaluator.cli_options import options_from
 from kevin_tui.evaluator.report import render
 from kevin_tui.evaluator.verdict import EXIT_CANNOT_EVALUATE_HERE, EXIT_OTHER, Status
 from kevin_tui.problem import load_problem
-from kevin_tui.repo import AcceptInfo, GitProblem, KernelRepo, accept_beside
+from kevin_tui.repo import GitProblem, KernelRepo
 from kevin_tui.session import find_session, load_session
 from kevin_tui.usermodel.specs import ModelSpec
 
@@ -59,22 +59,23 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     output = verdict.to_dict()
     code = verdict.exit_code
     if args.accept:
-        if verdict.status is Status.CORRECT:
-            info = AcceptInfo(
-                module=problem.path.stem,
-                speedup=verdict.speedup,
-                speedup_compile=verdict.speedup_compile,
+        from kevin_tui.driver import AcceptRequest, accept_kernel
+
+        result = accept_kernel(
+            AcceptRequest(
+                problem=problem.path, code=source, what=Path(args.candidate).name, status=verdict.status.value,
+                speedup=verdict.speedup, speedup_compile=verdict.speedup_compile,
                 device=verdict.details.get("environment", {}).get("gpu") or verdict.device,
+                slower_ok=args.accept_slower, git_init=args.git_init, git=not args.no_git, name=args.kernel_name,
             )
-            try:
-                accepted = accept_beside(problem.path, source, info, args.kernel_name, not args.no_git, args.git_init)
-                output["accepted"] = {"path": str(accepted.path), "commit": accepted.commit,
-                                      "summary": accepted.summary()}  # fmt: skip
-            except GitProblem as exc:
-                output["accepted"] = {"error": str(exc)}
-                code = EXIT_OTHER
+        )  # fmt: skip
+        if (accepted := result.accepted) is not None:
+            output["accepted"] = {"path": str(accepted.path), "commit": accepted.commit,
+                                  "summary": accepted.summary()}  # fmt: skip
         else:
-            output["accepted"] = {"error": f"not accepted: the verdict is {verdict.status.value}"}
+            output["accepted"] = {"error": result.outcome.without_dialog}
+            if verdict.status is Status.CORRECT:
+                code = EXIT_OTHER
     if args.json:
         print(json.dumps(output))
     else:
@@ -98,7 +99,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
 
     problem = load_problem(args.problem)
     config = backend_config(args)
-    config.resolved_backend()  # no model here: say so at once
+    config.resolve()  # no model here: say so at once
     return ask_once(problem, config, args.budget, args.prompts, args.save)
 
 
@@ -109,7 +110,7 @@ def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
         print("kevin-tui: optimize needs a problem file, a module of yours (FILE.py:Class) or --resume",
               file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
-    config.backend.resolved_backend()  # no GPU and no server: said now, not after a model start
+    config.backend.resolve()  # no GPU and no server: said now, not after a model start
     if config.problem.resume:
         find_session(config.problem.sessions_dir, config.problem.resume)
     else:
@@ -206,7 +207,7 @@ def cmd_batch(args: argparse.Namespace, settings: Settings) -> int:
         print("kevin-tui: batch needs problem files (or --resume RUN)", file=sys.stderr)
         return EXIT_USAGE
     config = batch_config(args)
-    config.backend.resolved_backend()  # no GPU and no server: said now, before anything starts
+    config.backend.resolve()  # no GPU and no server: said now, before anything starts
     return asyncio.run(run_batch_command(config))
 
 

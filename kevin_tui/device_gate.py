@@ -7,6 +7,8 @@ the model computes on the same device. Waiting evaluations go first, so they are
 
 `Gate` is what the driver asks before each step of a turn; batch mode (kevin_tui.batch.scheduling)
 has its own, which builds apart from checking and timing and shares limits across many problems.
+Both keep one rule: a compiler never runs beside a kernel being judged on this machine (on 2 cores
+a build beside a timing made an honest softmax look 9x slower to the host's clock, and rejected).
 """
 
 from __future__ import annotations
@@ -75,3 +77,44 @@ class DeviceGate:
 
     def building(self) -> AbstractAsyncContextManager[None]:
         return self.evaluating()
+
+
+class QuietForJudging:
+    """Builds share the machine with one another, never with a kernel being judged: a judgement waits
+    for the running builds to end and holds new ones back (it goes first, so it is never starved);
+    builds wait while any judgement runs. Judgements on different devices may run together."""
+
+    def __init__(self) -> None:
+        self._changed = asyncio.Condition()
+        self._building = 0
+        self._judging = 0
+        self._waiting = 0
+
+    @asynccontextmanager
+    async def building(self) -> AsyncIterator[None]:
+        async with self._changed:
+            await self._changed.wait_for(lambda: not self._judging and not self._waiting)
+            self._building += 1
+        try:
+            yield
+        finally:
+            async with self._changed:
+                self._building -= 1
+                self._changed.notify_all()
+
+    @asynccontextmanager
+    async def judging(self) -> AsyncIterator[None]:
+        async with self._changed:
+            self._waiting += 1
+            try:
+                await self._changed.wait_for(lambda: not self._building)
+            finally:
+                self._waiting -= 1
+                self._changed.notify_all()
+            self._judging += 1
+        try:
+            yield
+        finally:
+            async with self._changed:
+                self._judging -= 1
+                self._changed.notify_all()

@@ -39,7 +39,15 @@ from kevin_tui.models.base import Backend, BackendError, Reply
 from kevin_tui.models.factory import open_backend
 from kevin_tui.protocol.prompt import estimate_tokens
 from kevin_tui.ranking import best_correct
-from kevin_tui.repo import AcceptInfo, GitProblem, KernelRepo, NotARepository, accept_beside, kernel_path_for
+from kevin_tui.repo import (
+    Accepted,
+    AcceptInfo,
+    GitProblem,
+    KernelRepo,
+    NotARepository,
+    accept_beside,
+    kernel_path_for,
+)
 from kevin_tui.run import ProblemScope, Run, open_problem, open_run
 from kevin_tui.session import CandidateRef
 from kevin_tui.session.events import (
@@ -157,6 +165,67 @@ class Outcome:
     message: str
     ok: bool = True
     ask: Literal["slower", "git_init"] | None = None
+    question: str = ""  # with `ask`: the question itself, which a front end without a dialog leaves out
+
+    @property
+    def text(self) -> str:
+        return f"{self.message}\n\n{self.question}" if self.question else self.message
+
+    @property
+    def without_dialog(self) -> str:
+        """For a command line that cannot ask: the refusal, and the flag that answers the question
+        (`optimize --headless` and `eval` both have them)."""
+        answer = {"slower": "--accept-slower commits it anyway", "git_init": "--git-init creates one"}
+        return f"not accepted: {self.message} ({answer[self.ask]})" if self.ask else self.message
+
+
+@dataclass(frozen=True)
+class AcceptRequest:
+    """A kernel someone asked to commit, with what its verdict said and what they allowed."""
+
+    problem: Path
+    code: str
+    what: str  # how a question names it: "turn 3", "cand.py"
+    status: str
+    speedup: float | None
+    speedup_compile: float | None = None
+    device: str = ""
+    slower_ok: bool = False
+    git_init: bool = False
+    git: bool = True
+    name: str | None = None  # the kernel file's name (default <module>_kernel.py)
+    model: str | None = None
+    session_id: str | None = None
+    turn: int | None = None
+
+
+@dataclass(frozen=True)
+class AcceptResult:
+    outcome: Outcome
+    accepted: Accepted | None = None
+    git_error: str | None = None  # the repository refused (recorded in the session as a failed accept)
+
+
+def accept_kernel(request: AcceptRequest) -> AcceptResult:
+    """The one accept decision, for the app, headless mode and `eval --accept`: only a correct kernel;
+    one slower than the reference, or a directory that is not a repository, is a question first."""
+    if request.status != "correct" or not request.code:
+        return AcceptResult(Outcome(f"not accepted: the verdict is {request.status}", ok=False))
+    speedup = request.speedup
+    if speedup is not None and speedup < 1 and not request.slower_ok:
+        slower = f"{request.what} is slower than the reference ({speedup:.2f}x vs eager)"
+        return AcceptResult(Outcome(slower, ok=False, ask="slower", question="Accept it anyway?"))
+    info = AcceptInfo(
+        module=request.problem.stem, speedup=speedup, speedup_compile=request.speedup_compile,
+        device=request.device, model=request.model, session_id=request.session_id, turn=request.turn,
+    )  # fmt: skip
+    try:
+        accepted = accept_beside(request.problem, request.code, info, request.name, request.git, request.git_init)
+    except NotARepository as exc:
+        return AcceptResult(Outcome(str(exc), ok=False, ask="git_init", question="Create a git repository there now?"))
+    except GitProblem as exc:
+        return AcceptResult(Outcome(f"not accepted: {exc}", ok=False), git_error=str(exc))
+    return AcceptResult(Outcome(accepted.summary()), accepted)
 
 
 # -- the driver -----------------------------------------------------------------
@@ -195,7 +264,7 @@ class Driver:
         """Problem (reference run), backend, session and agents; raises KevinError if the run cannot start.
         On exit, running turns are stopped and a stop event is written unless the run ended."""
         driver = cls(config, report)
-        backend_kind = config.backend.resolved_backend()
+        kind = config.backend.resolve()
         async with open_problem(config.problem, driver._on_progress) as scope:
             for notice in scope.notices:
                 report(Notice(notice, "warning"))
@@ -204,7 +273,7 @@ class Driver:
                 report(ModelStarting(elapsed, line))
 
             async with open_backend(config.backend, starting) as backend:
-                gate = DeviceGate(exclusive=backend_kind in ("vllm", "transformers"))
+                gate = DeviceGate(exclusive=kind.capabilities.local_gpu)
                 async with driver._running(scope, backend, gate):
                     yield driver
 
@@ -352,34 +421,24 @@ class Driver:
         """Commit exactly this candidate's kernel beside the problem; the session records the outcome."""
         assert self.run is not None
         candidate = self.candidate(ref)
-        if candidate is None or candidate.status != "correct" or not candidate.code:
+        if candidate is None:
             return Outcome("only a correct kernel can be accepted", ok=False)
-        speedup = candidate.speedup
-        if speedup is not None and speedup < 1 and not slower_ok:
-            return Outcome(
-                f"turn {ref.turn} is slower than the reference ({speedup:.2f}x vs eager). Accept it anyway?",
-                ok=False,
-                ask="slower",
-            )
         run = self.run
         verdict = candidate.verdict
-        info = AcceptInfo(
-            module=run.problem.path.stem,
-            speedup=speedup,
-            speedup_compile=verdict.speedup_compile if verdict else None,
-            device=run.scope.environment.get("gpu") or run.evaluator.device,
-            model=run.backend.model,
-            session_id=run.scope.session_id,
-            turn=ref.turn,
-        )
-        where = {"trajectory": ref.trajectory, "turn": ref.turn, "candidate": ref.candidate, "speedup": speedup}
-        try:
-            accepted = await asyncio.to_thread(accept_beside, run.problem.path, candidate.code, info, init=git_init)
-        except NotARepository as exc:
-            return Outcome(f"{exc}\n\nCreate a git repository there now?", ok=False, ask="git_init")
-        except GitProblem as exc:
-            run.writer.write(AcceptEvent(**where, error=str(exc)))
-            return Outcome(f"not accepted: {exc} (the kernel is in the session)", ok=False)
+        request = AcceptRequest(
+            problem=run.problem.path, code=candidate.code or "", what=f"turn {ref.turn}", status=candidate.status,
+            speedup=candidate.speedup, speedup_compile=verdict.speedup_compile if verdict else None,
+            device=run.scope.environment.get("gpu") or run.evaluator.device, slower_ok=slower_ok, git_init=git_init,
+            model=run.backend.model, session_id=run.scope.session_id, turn=ref.turn,
+        )  # fmt: skip
+        result = await asyncio.to_thread(accept_kernel, request)
+        where = {"trajectory": ref.trajectory, "turn": ref.turn, "candidate": ref.candidate, "speedup": request.speedup}
+        if result.git_error is not None:
+            run.writer.write(AcceptEvent(**where, error=result.git_error))
+            return Outcome(f"{result.outcome.message} (the kernel is in the session)", ok=False)
+        accepted = result.accepted
+        if accepted is None:
+            return result.outcome
         run.writer.write(AcceptEvent(**where, commit=accepted.commit, path=str(accepted.path)))
         turn = self.turn(ref.trajectory, ref.turn)
         which = f"turn {ref.turn}" + (f".{ref.candidate + 1}" if turn and len(turn.candidates) > 1 else "")

@@ -70,13 +70,7 @@ async def run_headless(config: RunConfig) -> int:
                         print_turn(_record(candidate, driver.trajectories > 1), config.json)
             if config.accept == "best":
                 outcome = await driver.accept_best(config.accept_slower, config.git_init)
-                if outcome.ask == "slower":
-                    print(f"kevin-tui: not accepted: {outcome.message.removesuffix(' Accept it anyway?')} "
-                          "(--accept-slower commits it anyway)", file=sys.stderr)  # fmt: skip
-                elif outcome.ask == "git_init":
-                    print(f"kevin-tui: not accepted: {outcome.message.splitlines()[0]}", file=sys.stderr)
-                else:
-                    print(f"kevin-tui: {outcome.message}", file=sys.stderr)
+                print(f"kevin-tui: {outcome.without_dialog}", file=sys.stderr)
             await driver.finish()
     except KevinError as exc:
         print(f"kevin-tui: {exc}", file=sys.stderr)

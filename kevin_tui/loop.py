@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 from kevin_tui.evaluator import Status, Verdict
 from kevin_tui.judge import Judge
-from kevin_tui.models.base import Backend, BackendError, Reply, Sampling, StreamEnd
+from kevin_tui.models.base import Backend, BackendError, Reply, Sampling, StreamEnd, collect
 from kevin_tui.models.tokens import PromptTokens
 from kevin_tui.protocol.feedback import Feedback, feedback_from_verdict, format_error_feedback
 from kevin_tui.protocol.parse import ParsedReply, parse_reply
 from kevin_tui.protocol.prompt import Attempt, Prompt, PromptBuilder
-from kevin_tui.protocol.summary import make_attempt, obtain_summary
+from kevin_tui.protocol.summary import make_attempt, summary_from, summary_request
 from kevin_tui.protocol.templates import Templates
 from kevin_tui.ranking import Score, ranked
 from kevin_tui.session import CandidateRecord, CandidateRef, SessionWriter
@@ -319,9 +319,12 @@ class Agent:
         candidate.summary = parsed.summary
         if parsed.code is not None and not parsed.summary and self.config.follow_up_summaries and reply.complete:
             assert turn.prompt is not None
-            candidate.summary, candidate.summary_source = await obtain_summary(
-                self.backend, turn.prompt, reply.answer, reply.reasoning, self.templates, self.config.sampling
-            )
+            messages, sampling = summary_request(turn.prompt, reply.answer, self.templates, self.config.sampling)
+            try:
+                follow_up: Reply | None = await collect(self.backend.stream(messages, sampling))
+            except BackendError:
+                follow_up = None
+            candidate.summary, candidate.summary_source = summary_from(follow_up, reply.reasoning)
         self.record(
             KernelEvent(
                 trajectory=self.trajectory, turn=turn.number, candidate=candidate.index, code=parsed.code,

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kevin_tui import kernelbench
 from kevin_tui.errors import KevinError
 from kevin_tui.problem import problem_origin
 
@@ -97,8 +98,10 @@ def _git():
 
 
 def kernel_path_for(problem_path: Path, name: str | None = None) -> Path:
-    """Where the accepted kernel goes: beside the module, `<module>_kernel.py` unless named."""
-    return problem_path.parent / (name or f"{problem_path.stem}_kernel.py")
+    """Where the accepted kernel goes: beside the module, `<module>_kernel.py` unless named; for a
+    problem shipped inside kevin-tui (`kernelbench:...`), in the current directory instead."""
+    directory = Path.cwd() if kernelbench.is_shipped(problem_path) else problem_path.parent
+    return directory / (name or f"{problem_path.stem}_kernel.py")
 
 
 def _speed(info: AcceptInfo) -> str:

@@ -5,17 +5,14 @@
 # on every GPU and the user-model path.
 #
 # It installs nothing from the network: the evaluator needs only torch, ninja and pytest, which the
-# GPU image has. KernelBench problems are read from $KEVIN_TUI_KERNELBENCH (default: a carried
-# copy in .gpu-carry/kernelbench, made here with `scripts/gpu-check.sh --prepare`).
+# GPU image has. KernelBench problems are the package's own copy (kevin_tui/kernelbench), or
+# $KEVIN_TUI_KERNELBENCH.
 # The report (nvidia-smi, pytest log, eval JSON, bench figures) goes to $OUT or ./gpu-report.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-if [ "${1:-}" = "--prepare" ]; then  # on the developer machine: copy the problems the checks use
-    mkdir -p .gpu-carry/kernelbench/level1 .gpu-carry/kernelbench/level2
-    cp ../shared/kernelbench/level1/19_ReLU.py ../shared/kernelbench/level1/23_Softmax.py .gpu-carry/kernelbench/level1/
-    cp ../shared/kernelbench/level1/21_Sigmoid.py ../shared/kernelbench/level1/22_Tanh.py \
-        ../shared/kernelbench/level1/25_Swish.py .gpu-carry/kernelbench/level1/  # batch mode's problems
+if [ "${1:-}" = "--prepare" ]; then  # on the developer machine (the problems ship in kevin_tui/kernelbench)
+    mkdir -p .gpu-carry
     grep -qx '/.gpu-carry/' .git/info/exclude 2>/dev/null || echo '/.gpu-carry/' >> .git/info/exclude
     echo "carry .gpu-carry with the run"
     exit 0
@@ -24,7 +21,6 @@ fi
 report="${OUT:-$PWD/gpu-report}"
 mkdir -p "$report"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-export KEVIN_TUI_KERNELBENCH="${KEVIN_TUI_KERNELBENCH:-$PWD/.gpu-carry/kernelbench}"
 export KEVIN_TUI_TEST_CACHE="${KEVIN_TUI_TEST_CACHE:-/tmp/kevin-gpu-cache}"
 export KEVIN_TUI_CACHE_DIR="$KEVIN_TUI_TEST_CACHE"
 export MAX_JOBS="${MAX_JOBS:-16}"
@@ -33,7 +29,7 @@ status=0
 { nvidia-smi; python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0))"; } \
     > "$report/machine.txt" 2>&1
 
-problem="$KEVIN_TUI_KERNELBENCH/level1/19_ReLU.py"
+problem="kernelbench:level1/19"
 if [ "${1:-}" != "--more" ]; then
 timeout 75 python3 -m kevin_tui eval "$problem" tests/candidates/relu_cuda.py --json > "$report/eval-relu-cuda.json" \
     2> "$report/eval-relu-cuda.stderr"

@@ -1,4 +1,4 @@
-"""Shared fixtures: paths to the KernelBench problems in ../shared and to our test candidates."""
+"""Shared fixtures: paths to the KernelBench problems shipped in the package and to our test candidates."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from kevin_tui import kernelbench
+
 TESTS = Path(__file__).parent
 CANDIDATES = TESTS / "candidates"
 PROBLEMS = TESTS / "problems"
 REPO = TESTS.parent
-KERNELBENCH = Path(os.environ.get("KEVIN_TUI_KERNELBENCH", REPO.parent / "shared" / "kernelbench"))
+KERNELBENCH = kernelbench.root()  # the package's own copy (KEVIN_TUI_KERNELBENCH: another)
 RELU = KERNELBENCH / "level1" / "19_ReLU.py"
 
 

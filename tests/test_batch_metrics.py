@@ -118,6 +118,45 @@ def test_a_shared_device_times_nothing_while_the_model_generates_and_builds_are_
     assert sum(e.startswith("time") for e in log) == 4
 
 
+def test_no_build_runs_while_a_kernel_is_judged_on_this_machine():
+    """Batch builds other problems' kernels beside generation, never beside a judgement: a build on
+    2 cores beside a timing got an honest softmax rejected by the host's clock."""
+
+    async def run() -> list[tuple[str, str]]:
+        lanes = Lanes(concurrency=4, build_jobs=2, devices=["cpu"], shared=set())
+        log: list[tuple[str, str]] = []
+
+        async def build(name: str, delay: float) -> None:
+            await asyncio.sleep(delay)
+            async with lanes.gate("cpu").building():
+                log.append(("build", name))
+                await asyncio.sleep(0.05)
+                log.append(("build done", name))
+
+        async def judge(name: str, delay: float) -> None:
+            await asyncio.sleep(delay)
+            async with lanes.gate("cpu").evaluating():
+                log.append(("judge", name))
+                await asyncio.sleep(0.05)
+                log.append(("judge done", name))
+
+        # a build running when a judgement arrives, one asked for during the judgement, two at once
+        await asyncio.gather(build("a", 0), build("b", 0), judge("k1", 0.01), build("c", 0.03), judge("k2", 0.2),
+                             build("d", 0.21))  # fmt: skip
+        return log
+
+    log = asyncio.run(run())
+    building = judging = 0
+    for event, _ in log:
+        building += {"build": 1, "build done": -1}.get(event, 0)
+        judging += {"judge": 1, "judge done": -1}.get(event, 0)
+        assert not (building and judging), log
+    assert max(i for i, (e, n) in enumerate(log) if n in "ab") < log.index(("judge", "k1"))  # it waited for both
+    assert log.index(("judge done", "k1")) < log.index(("build", "c"))  # held back until it ended
+    both = [n for e, n in log[:2]]
+    assert sorted(both) == ["a", "b"]  # builds still run beside each other
+
+
 def test_scripted_replies_follow_their_prompt_and_the_seed(tmp_path):
     script = tmp_path / "script.json"
     script.write_text(json.dumps([

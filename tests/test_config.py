@@ -27,7 +27,7 @@ def test_project_file_overrides_user_file_and_flags_override_both(tmp_path):
     )
     assert config.backend.sampling.temperature == 0.6 and config.problem.evaluation.device == "cpu"
     assert config.keys == {"continue": "space"} and config.problem.problem == Path("p.py")
-    assert config.backend.resolved_backend() == "openai"
+    assert config.backend.resolve().name == "openai"
     flags = run_config(parser.parse_args(["optimize", "p.py", "--budget", "100", "--eval-device", "cuda:1"]), settings)
     assert flags.problem.budget == 100 and flags.problem.evaluation.device == "cuda:1"
 
@@ -55,11 +55,33 @@ def test_without_a_gpu_or_a_server_no_backend_is_chosen(monkeypatch):
     for flags in ([], ["--backend", "transformers"]):
         config = run_config(parser.parse_args(["optimize", "p.py", *flags]), load_settings([]))
         with pytest.raises(NoModel, match="--server URL") as caught:
-            config.backend.resolved_backend()
+            config.backend.resolve()
         assert caught.value.exit_code == 2
     small = run_config(parser.parse_args(["optimize", "p.py", "--backend", "transformers", "--model", "/m"]),
                        load_settings([]))  # fmt: skip
-    assert small.backend.resolved_backend() == "transformers"
+    assert small.backend.resolve().name == "transformers"
+
+
+def test_the_backends_are_asked_their_capabilities_and_refuse_before_anything_starts(monkeypatch, tmp_path):
+    from kevin_tui.models.backends import VllmOptions, scripted_config
+    from kevin_tui.models.registry import kinds
+
+    monkeypatch.setattr("kevin_tui.models.factory.has_gpu", lambda: True)
+    parser = build_parser()
+    names = [kind.name for kind in kinds()]
+    assert names == ["openai", "vllm", "transformers", "scripted"]
+    vllm = run_config(parser.parse_args(["optimize", "p.py", "--tensor-parallel-size", "2"]), load_settings([]))
+    kind = vllm.backend.resolve()  # auto, with a GPU: the managed server
+    assert kind.name == "vllm" and kind.capabilities.local_gpu and kind.devices(vllm.backend) == {"cuda:0", "cuda:1"}
+    assert vllm.backend.options_for(kind) == VllmOptions(tensor_parallel_size=2)
+    for flags, message in ((["--backend", "vllm", "--server", "http://x"], "exclude each other"),
+                           (["--backend", "openai"], "needs --server URL"),
+                           (["--backend", "scripted"], "needs --script")):  # fmt: skip
+        with pytest.raises(NoModel, match=message):
+            run_config(parser.parse_args(["optimize", "p.py", *flags]), load_settings([])).backend.resolve()
+    scripted = scripted_config(tmp_path / "replies.json", 50.0)
+    assert scripted.resolve().capabilities.scripted and not scripted.resolve().capabilities.local_gpu
+    assert scripted.label() == "scripted:replies.json"
 
 
 def test_speed_of_light_figures_and_the_sandbox_come_from_the_configuration(tmp_path):

@@ -20,7 +20,7 @@ from kevin_tui.config import ProblemConfig, RunConfig
 from kevin_tui.device_gate import DeviceGate
 from kevin_tui.driver import Driver, Notice, Report, TurnEnded
 from kevin_tui.evaluator import EvalOptions
-from kevin_tui.models.factory import BackendConfig
+from kevin_tui.models.backends import scripted_config
 from kevin_tui.session import CandidateRef, load_session
 from kevin_tui.session.events import AcceptEvent, PromptEvent
 from tests.conftest import RELU, candidate
@@ -50,7 +50,7 @@ def make_config(tmp_path, build_cache):
         path.write_text(RELU.read_text())
         evaluation = EvalOptions(device="cpu", timing=timing, timing_trials=20, cache_dir=build_cache)
         return RunConfig(
-            backend=BackendConfig(backend="scripted", script=script, script_rate=rate),
+            backend=scripted_config(script, rate),
             problem=ProblemConfig(problem=path, sessions_dir=tmp_path / "sessions", evaluation=evaluation, **problem),
         )
 

@@ -14,7 +14,15 @@ from pathlib import Path
 import pytest
 
 from kevin_tui.session import load_session
-from kevin_tui.session.events import AcceptEvent, AttemptEvent, ErrorEvent, EvaluationEvent, PromptEvent, ReplyEvent
+from kevin_tui.session.events import (
+    AcceptEvent,
+    AttemptEvent,
+    ErrorEvent,
+    EvaluationEvent,
+    KernelEvent,
+    PromptEvent,
+    ReplyEvent,
+)
 from tests.conftest import PROBLEMS, RELU, candidate, has_cuda_device
 
 THINKING = "Let me think about memory coalescing. SECRET-CHAIN-OF-THOUGHT " * 20
@@ -96,6 +104,26 @@ def test_notes_and_resume_continue_the_history(tmp_path, script, build_cache, mo
     assert "Here are your previous attempts:" in last_prompt
     assert "Here is a note from the user: Use a grid-stride loop." in last_prompt
     assert [e.turn for e in session.of_type(AttemptEvent)] == [1, 2]
+
+
+def test_a_reply_without_a_summary_gets_one_follow_up_and_later_prompts_show_it(
+    tmp_path, script, build_cache, monkeypatch
+):
+    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+    code_only = {"reasoning": THINKING, "answer": f"```python\n{candidate('relu_torch.py')}```\n"}
+    replies = script(
+        code_only,
+        {"when": ["Summarize your changes in a few sentences"], "answer": "FOLLOW-UP-SUMMARY: clamped in place."},
+        {"when": ["FOLLOW-UP-SUMMARY"], **reply("relu_torch.py")},
+    )
+    result = optimize(tmp_path, "--turns", "2", "--json", "--no-timing", "--backend", "scripted",
+                      "--script", str(replies))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    session = only_session(tmp_path)
+    first = session.of_type(KernelEvent)[0]
+    assert (first.summary, first.summary_source) == ("FOLLOW-UP-SUMMARY: clamped in place.", "follow-up")
+    assert "FOLLOW-UP-SUMMARY: clamped in place." in session.of_type(PromptEvent)[1].text
+    assert "SECRET-CHAIN-OF-THOUGHT" not in session.of_type(PromptEvent)[1].text
 
 
 def test_parallel_candidates_are_ranked_and_the_best_goes_on(tmp_path, script, build_cache, monkeypatch):

@@ -341,9 +341,33 @@ def test_vllm_command_has_the_flags_kevin_needs():
         ("--reasoning-parser", "deepseek_r1"),
         ("--tensor-parallel-size", "4"),
         ("--gpu-memory-utilization", "0.8"),
-        ("--max-model-len", "32768"),
+        ("--max-model-len", "30720"),
     ):
         assert command[command.index(flag) + 1] == value
+    assert "--enable-prefix-caching" in command  # turns and trajectories share their prompt's prefix
+    assert "--speculative-config" not in command and "--hf-overrides" not in command  # off; native context
+
+
+def test_vllm_command_speculates_from_the_prompt_and_stretches_rope_only_when_asked():
+    command = vllm_command(VllmConfig(speculative="ngram", max_model_len=65536, prefix_caching=False))
+    draft = json.loads(command[command.index("--speculative-config") + 1])
+    assert draft["method"] == "ngram" and draft["num_speculative_tokens"] == 4 and draft["prompt_lookup_max"] == 4
+    rope = json.loads(command[command.index("--hf-overrides") + 1])["rope_parameters"]
+    assert rope == {"rope_type": "yarn", "factor": 2.0, "rope_theta": 1_000_000.0,
+                    "original_max_position_embeddings": 32768}  # fmt: skip
+    assert "--no-enable-prefix-caching" in command
+    with pytest.raises(BackendError, match="at most 131072"):
+        vllm_command(VllmConfig(max_model_len=200_000))
+
+
+def test_the_flags_reach_the_managed_server():
+    from kevin_tui.arguments import backend_config, build_parser
+    from kevin_tui.models.backends import VLLM
+
+    args = build_parser().parse_args(["ask", "x.py", "--speculative", "ngram", "--max-model-len", "40000",
+                                      "--no-prefix-caching"])  # fmt: skip
+    options = backend_config(args).options_for(VLLM)
+    assert (options.speculative, options.max_model_len, options.prefix_caching) == ("ngram", 40000, False)
 
 
 def test_managed_server_starts_reports_progress_logs_to_a_file_and_stops(fake_vllm, tmp_path, capfd):

@@ -18,14 +18,14 @@ from kevin_tui.models.think import ThinkSplitter
 from kevin_tui.protocol.feedback import Feedback, feedback_from_verdict
 from kevin_tui.protocol.parse import excerpt_summary, parse_reply
 from kevin_tui.protocol.prompt import NO_CODE, Attempt, PromptBuilder, estimate_tokens
-from kevin_tui.protocol.summary import make_attempt
+from kevin_tui.protocol.summary import SUMMARY_MAX_TOKENS, make_attempt, summary_from, summary_request
 from kevin_tui.protocol.templates import NAMES, TemplateError, load_templates
 from tests.conftest import KERNELBENCH, RELU
 
 GOLDEN = Path(__file__).parent / "golden"
 REPLIES = Path(__file__).parent / "replies"  # raw model outputs with patterns found in real replies
 SUMMARY = "I replaced torch.relu with a grid-stride CUDA kernel that writes max(x, 0) in one pass."
-PAPER = KERNELBENCH.parent / "kevin-protocol" / "README.md"  # the paper's Appendix D, transcribed
+PAPER = GOLDEN / "kevin-protocol.md"  # the paper's Appendix D, transcribed
 SETS = ("kevin", "kevin-tui")
 KERNEL = "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.relu(x)\n"
 FEEDBACKS = [
@@ -412,3 +412,22 @@ def test_no_prompt_contains_an_earlier_turns_reasoning(reasonings, with_summary,
             if with_summary[j]:
                 assert f"REASONING-{j}-" not in prompt.text  # with a summary, none of it
         assert estimate_tokens(prompt.text) == prompt.tokens
+
+
+def test_the_summary_follow_up_is_bounded_and_only_a_finished_plain_answer_is_kept():
+    from kevin_tui.models.base import Reply, Sampling, StreamEnd
+
+    templates = load_templates("kevin")
+    prompt = PromptBuilder(templates, RELU.read_text()).build([])
+    messages, sampling = summary_request(prompt, "```python\nx\n```", templates, Sampling(max_tokens=16384))
+    assert messages[-2] == {"role": "assistant", "content": "```python\nx\n```"}
+    assert "Summarize your changes" in messages[-1]["content"] and sampling.max_tokens == SUMMARY_MAX_TOKENS
+
+    def answered(text: str, finish: str = "stop") -> Reply:
+        return Reply(answer=text, end=StreamEnd(finish_reason=finish), complete=True)
+
+    reasoning = "first I tried tiling. In the end I fused the clamp into one pass."
+    assert summary_from(answered("Fused the clamp."), reasoning) == ("Fused the clamp.", "follow-up")
+    for failed in (None, answered("Fused the", "length"), answered("```python\ncode\n```"), answered("  ")):
+        text, source = summary_from(failed, reasoning)
+        assert source == "excerpt" and text == excerpt_summary(reasoning) and text.endswith("into one pass.")

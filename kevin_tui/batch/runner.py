@@ -28,7 +28,7 @@ from typing import Any
 from kevin_tui.batch.manifest import Manifest, ProblemEntry, RunDirectoryError, source_sha256
 from kevin_tui.batch.progress import Progress
 from kevin_tui.batch.results import load_run
-from kevin_tui.batch.scheduling import Lanes, model_devices, resolve_device
+from kevin_tui.batch.scheduling import Lanes, resolve_device
 from kevin_tui.config import BatchConfig, ProblemConfig, RunConfig
 from kevin_tui.device_gate import Gate
 from kevin_tui.driver import Driver, Report
@@ -37,6 +37,7 @@ from kevin_tui.evaluator import EnvironmentProblem, Evaluator
 from kevin_tui.judge import JudgeFactory
 from kevin_tui.models.base import Backend, BackendError, Sampling
 from kevin_tui.models.factory import BackendConfig, open_backend
+from kevin_tui.models.registry import kind_named
 from kevin_tui.run import ProblemScope, RunError, open_problem
 from kevin_tui.session import Session, SessionError, load_session
 
@@ -51,10 +52,8 @@ EXIT_CANNOT_EVALUATE_HERE = 4
 def protocol_of(config: BatchConfig) -> dict[str, Any]:
     """What makes two runs comparable: recorded at the start, taken back by --resume."""
     evaluation = {k: v for k, v in asdict(config.problem.evaluation).items() if k not in ("device", "cache_dir")}
-    backend = config.backend
-    model = f"scripted:{backend.script.name}" if backend.backend == "scripted" and backend.script else backend.model
     return {
-        "trajectories": config.problem.trajectories, "turns": config.turns, "model": model,
+        "trajectories": config.problem.trajectories, "turns": config.turns, "model": config.backend.label(),
         "sampling": asdict(config.backend.sampling), "budget": config.problem.budget,
         "prompts": str(config.problem.prompts) if config.problem.prompts else None, "evaluation": evaluation,
     }  # fmt: skip
@@ -68,7 +67,8 @@ def resumed_config(config: BatchConfig, manifest: Manifest) -> BatchConfig:
         config.problem, trajectories=protocol["trajectories"], budget=protocol["budget"],
         prompts=Path(protocol["prompts"]) if protocol["prompts"] else None, evaluation=evaluation,
     )  # fmt: skip
-    model = config.backend.model if config.backend.backend == "scripted" else protocol["model"]
+    scripted = config.backend.backend != "auto" and kind_named(config.backend.backend).capabilities.scripted
+    model = config.backend.model if scripted else protocol["model"]
     backend = replace(config.backend, model=model, sampling=Sampling(**protocol["sampling"]))
     return replace(config, backend=backend, problem=problem, turns=protocol["turns"])
 
@@ -237,8 +237,8 @@ def placement(config: BatchConfig) -> Placement:
 
         judge, close = ray_judge(config.ray)
         return Placement(["ray"], set(), judge, remote=True, close=close)
-    kind = config.backend.resolved_backend()
-    shared = set() if config.eval_while_generating else model_devices(kind, config.backend.tensor_parallel_size)
+    kind = config.backend.resolve()
+    shared = set() if config.eval_while_generating else kind.devices(config.backend)
     return Placement(devices, shared & set(devices), Evaluator, remote=False)
 
 

@@ -3,7 +3,8 @@
 - Generation: at most `concurrency` replies stream at once across all problems, from one backend
   (a vLLM server batches them).
 - Builds: at most `build_jobs` kernels build at once, apart from checking and timing, so builds
-  overlap other kernels' timing and the model's generation.
+  overlap the model's generation, but never a kernel being checked or timed here
+  (kevin_tui.device_gate.QuietForJudging: the same rule as one problem's DeviceGate).
 - Evaluation: one kernel at a time per evaluation device (its checks and timing). Each problem is
   placed on the device with the fewest open problems, where its reference worker runs.
 - A device the model runs on (a vLLM server or a transformers model that kevin-tui started here)
@@ -18,9 +19,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, nullcontext
+from contextlib import AsyncExitStack, asynccontextmanager
 
-from kevin_tui.device_gate import DeviceGate
+from kevin_tui.device_gate import DeviceGate, QuietForJudging
 from kevin_tui.models.factory import has_gpu
 
 
@@ -29,15 +30,6 @@ def resolve_device(device: str) -> str:
     if device == "auto":
         return "cuda:0" if has_gpu() else "cpu"
     return "cuda:0" if device == "cuda" else device
-
-
-def model_devices(backend_kind: str, tensor_parallel_size: int) -> set[str]:
-    """The devices a model that kevin-tui runs here computes on (none for a server elsewhere)."""
-    if backend_kind == "vllm":
-        return {f"cuda:{i}" for i in range(tensor_parallel_size)}
-    if backend_kind == "transformers":
-        return {resolve_device("auto")}
-    return set()
 
 
 class Lanes:
@@ -51,6 +43,7 @@ class Lanes:
         self.generation = asyncio.Semaphore(concurrency)
         self.builds = asyncio.Semaphore(build_jobs)
         self.devices = {d: DeviceGate(exclusive=d in shared) for d in devices}
+        self.quiet = QuietForJudging()
         self.open = dict.fromkeys(devices, 0)
         self.remote = remote
 
@@ -83,8 +76,18 @@ class BatchGate:
                     await stack.enter_async_context(gate.generating())
             yield
 
-    def building(self) -> AbstractAsyncContextManager[None]:
-        return nullcontext() if self.lanes.remote else self.lanes.builds
+    @asynccontextmanager
+    async def building(self) -> AsyncIterator[None]:
+        if self.lanes.remote:
+            yield
+            return
+        async with self.lanes.builds, self.lanes.quiet.building():
+            yield
 
-    def evaluating(self) -> AbstractAsyncContextManager[None]:
-        return nullcontext() if self.lanes.remote else self.lanes.devices[self.device].evaluating()
+    @asynccontextmanager
+    async def evaluating(self) -> AsyncIterator[None]:
+        if self.lanes.remote:
+            yield
+            return
+        async with self.lanes.devices[self.device].evaluating(), self.lanes.quiet.judging():
+            yield

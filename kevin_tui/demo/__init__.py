@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kevin_tui.config import ProblemConfig, RunConfig
 from kevin_tui.evaluator import EvalOptions
-from kevin_tui.models.factory import BackendConfig
+from kevin_tui.models.backends import scripted_config
 from kevin_tui.repo import KernelRepo
 
 PROBLEM = "relu.py"
@@ -38,7 +38,7 @@ def prepare_demo(
     KernelRepo.find(directory, init=True)
     evaluation = EvalOptions(device="cpu")
     config = RunConfig(
-        backend=BackendConfig(backend="scripted", script=shipped(REPLIES), script_rate=rate),
+        backend=scripted_config(shipped(REPLIES), rate),
         problem=ProblemConfig(problem=problem, sessions_dir=directory / "sessions", evaluation=evaluation),
         keys=dict(keys or {}),
     )

@@ -1,29 +1,36 @@
 """Choosing and opening a backend: the backend scope, which one model server or in-process model
 that any number of problems may share.
 
-`--backend vllm` (the default where there is a GPU) manages a local `vllm serve` and talks to it as
-an OpenAI-compatible server; `--server URL` (or `--backend openai`) talks to one already running;
-`--backend transformers` runs the model in-process. Without a GPU and without a server there is no
-way to run Kevin-32B: that is said at once (`NoModel`), before anything is loaded.
+Which backends exist, their options and capabilities, is the registry's (kevin_tui.models.registry,
+filled by kevin_tui.models.backends). Here: the configuration every backend shares, `--backend auto`
+(the first registered backend that wants the configuration: a server given, else a GPU here), and
+the refusal said at once, before anything is loaded — without a GPU and without a server there is
+no way to run Kevin-32B (`NoModel`).
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from kevin_tui.errors import EXIT_USAGE
 from kevin_tui.models.base import DEFAULT_MODEL, Backend, BackendError, Sampling
-from kevin_tui.models.vllm_server import ProgressFn, VllmConfig, VllmServer
+from kevin_tui.models.registry import BackendKind, kind_named, kinds
+from kevin_tui.models.vllm_server import ProgressFn
 
-BACKENDS = ("auto", "vllm", "openai", "transformers", "scripted")
 NO_MODEL_HELP = """\
   --server URL                          an OpenAI-compatible server running Kevin-32B (e.g. vllm serve on a GPU machine)
   --backend transformers --model DIR    a small local model, on the CPU
   kevin-tui demo                        the app on a shipped problem with recorded replies, offline"""
+NO_MODEL = (
+    f"no GPU here and no model server given: {DEFAULT_MODEL} (about 66 GB) cannot run on this machine's CPU, "
+    f"so nothing was started. Use one of:\n{NO_MODEL_HELP}"
+)
+
+Options = TypeVar("Options")
 
 
 class NoModel(BackendError):
@@ -36,80 +43,49 @@ def has_gpu() -> bool:
     return Path("/dev/nvidia0").exists()
 
 
-@dataclass
+def backend_names() -> list[str]:
+    return ["auto", *(kind.name for kind in kinds())]
+
+
+@dataclass(frozen=True)
 class BackendConfig:
+    """What every backend shares, plus each backend's own options (by backend name)."""
+
     backend: str = "auto"
     model: str = DEFAULT_MODEL
     server: str | None = None
     sampling: Sampling = field(default_factory=Sampling)
-    tensor_parallel_size: int = 1
-    gpu_memory_utilization: float = 0.85
-    max_model_len: int = 32768
-    port: int = 8000
-    keep_server: bool = False
     log_dir: Path = Path(".")
-    script: Path | None = None
-    script_rate: float = 0.0
-    script_delay: float = 0.0
+    options: dict[str, Any] = field(default_factory=dict)
 
-    def resolved_backend(self) -> str:
+    def options_for(self, kind: BackendKind) -> Any:
+        """This configuration's options for `kind` (its defaults where none were given)."""
+        assert kind.options is not None, f"backend {kind.name} has no options"
+        return self.options.get(kind.name) or kind.options()
+
+    def resolve(self) -> BackendKind:
         """The backend to use; raises NoModel where none can work (checked before anything starts)."""
-        kind = self.backend
-        if kind == "auto":
-            kind = "openai" if self.server else "vllm" if has_gpu() else "none"
-        if kind == "none" or (kind == "transformers" and self.model == DEFAULT_MODEL and not has_gpu()):
-            raise NoModel(
-                f"no GPU here and no model server given: {DEFAULT_MODEL} (about 66 GB) cannot run on this "
-                f"machine's CPU, so nothing was started. Use one of:\n{NO_MODEL_HELP}"
-            )
-        return kind
+        if self.backend == "auto":
+            chosen = next((k for k in kinds() if k.chosen_by_auto and k.chosen_by_auto(self)), None)
+            if chosen is None:
+                raise NoModel(NO_MODEL)
+        else:
+            try:
+                chosen = kind_named(self.backend)
+            except KeyError:
+                known = ", ".join(backend_names())
+                raise NoModel(f"no backend named {self.backend!r} (choose one of {known})") from None
+        if (reason := chosen.refuses(self)) is not None:
+            raise NoModel(reason)
+        return chosen
+
+    def label(self) -> str:
+        """The model as sessions and batch reports name it (a script's name for recorded replies)."""
+        return self.model if self.backend == "auto" else kind_named(self.backend).label(self)
 
 
 @asynccontextmanager
 async def open_backend(config: BackendConfig, progress: ProgressFn | None = None) -> AsyncIterator[Backend]:
-    """The configured backend, ready to stream; a managed vLLM server is stopped on exit."""
-    kind = config.resolved_backend()
-    if kind == "scripted":
-        from kevin_tui.models.scripted import ScriptedBackend
-
-        if config.script is None:
-            raise BackendError("--backend scripted needs --script FILE")
-        yield ScriptedBackend(config.script, config.script_rate, config.script_delay)
-        return
-    if kind == "transformers":
-        from kevin_tui.models.transformers_backend import TransformersBackend
-
-        backend: Backend = await asyncio.to_thread(TransformersBackend, config.model)  # loading takes a while
-        try:
-            yield backend
-        finally:
-            await backend.aclose()
-        return
-    from kevin_tui.models.openai_backend import OpenAIBackend
-
-    server = None
-    url = config.server
-    if kind == "vllm":
-        if url:
-            raise BackendError("--server and --backend vllm exclude each other: vllm means kevin-tui runs the server")
-        server = VllmServer(
-            VllmConfig(
-                model=config.model,
-                port=config.port,
-                tensor_parallel_size=config.tensor_parallel_size,
-                gpu_memory_utilization=config.gpu_memory_utilization,
-                max_model_len=config.max_model_len,
-                keep_running=config.keep_server,
-                log_path=config.log_dir / "vllm-server.log",
-            )
-        )
-        url = await server.start(progress)
-    elif not url:
-        raise BackendError("--backend openai needs --server URL")
-    backend = OpenAIBackend(url, config.model)
-    try:
+    """The configured backend, ready to stream; whatever it started (a vLLM server) is stopped on exit."""
+    async with config.resolve().open(config, progress) as backend:
         yield backend
-    finally:
-        await backend.aclose()
-        if server is not None:
-            await server.stop()

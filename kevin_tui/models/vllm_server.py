@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import shutil
 import subprocess
 import time
@@ -23,13 +24,38 @@ from kevin_tui.processes import kill_process_group
 
 ProgressFn = Callable[[float, str], None]
 
+QWQ_CONTEXT = 32768  # QwQ-32B's native context; its model card's YaRN setting (factor 4) reaches 131,072
+QWQ_ROPE_THETA = 1_000_000.0
+# Kevin's published lengths: prompts up to 8,192 tokens, replies of 16,384 raised to 22K in training.
+KEVIN_CONTEXT = 8192 + 22 * 1024
+SPECULATIVE = ("off", "ngram")
+
+
+def yarn_overrides(max_model_len: int) -> dict[str, object] | None:
+    """The `--hf-overrides` that stretch QwQ's RoPE with YaRN to `max_model_len`, None where the
+    native context is enough (Kevin's own lengths are)."""
+    if max_model_len <= QWQ_CONTEXT:
+        return None
+    factor = max_model_len / QWQ_CONTEXT
+    if factor > 4:
+        most = 4 * QWQ_CONTEXT
+        raise BackendError(f"--max-model-len {max_model_len}: QwQ-32B reaches at most {most} tokens with YaRN")
+    return {"rope_parameters": {"rope_type": "yarn", "factor": factor, "rope_theta": QWQ_ROPE_THETA,
+                                "original_max_position_embeddings": QWQ_CONTEXT}}  # fmt: skip
+
 
 @dataclass
 class VllmConfig:
     model: str = DEFAULT_MODEL
     host: str = "127.0.0.1"
     port: int = 8000
-    max_model_len: int = 32768  # an 8k prompt plus a 16-22k reply
+    max_model_len: int = KEVIN_CONTEXT  # an 8k prompt plus a 22k reply, as in Kevin's training
+    # Prompt-lookup (n-gram) speculative decoding: Kevin rewrites code that is in its prompt, so drafts
+    # from the prompt should often be accepted. Off until measured on a GPU (scripts/gpu-check.sh).
+    speculative: str = "off"
+    speculative_tokens: int = 4
+    # Every turn of a trajectory, and every trajectory of a problem, starts with the same prompt text.
+    prefix_caching: bool = True
     # Kevin-32B is ~66 GB in bf16: on one 80-141 GB GPU this leaves room for evaluating kernels.
     gpu_memory_utilization: float = 0.85
     tensor_parallel_size: int = 1
@@ -56,6 +82,15 @@ def vllm_command(config: VllmConfig) -> list[str]:
     ]  # fmt: skip
     if config.tensor_parallel_size > 1:
         command += ["--tensor-parallel-size", str(config.tensor_parallel_size)]
+    command.append("--enable-prefix-caching" if config.prefix_caching else "--no-enable-prefix-caching")
+    if config.speculative == "ngram":
+        draft = {"method": "ngram", "num_speculative_tokens": config.speculative_tokens,
+                 "prompt_lookup_max": 4, "prompt_lookup_min": 2}  # fmt: skip
+        command += ["--speculative-config", json.dumps(draft)]
+    elif config.speculative != "off":
+        raise BackendError(f"--speculative {config.speculative}: choose one of {', '.join(SPECULATIVE)}")
+    if (overrides := yarn_overrides(config.max_model_len)) is not None:
+        command += ["--hf-overrides", json.dumps(overrides)]
     return command + config.extra_args
 
 

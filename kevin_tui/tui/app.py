@@ -407,7 +407,7 @@ class KevinApp(App):
             if yes:
                 self.accept(ref, slower_ok or ask == "slower", git_init or ask == "git_init")
 
-        self.push_screen(ConfirmScreen(outcome.message), answer)
+        self.push_screen(ConfirmScreen(outcome.text), answer)
 
     @work(group="git", exit_on_error=False)
     async def apply_kernel(self) -> None:

@@ -8,13 +8,13 @@
 # Environment: STRICT=0 drops --strict (default: --strict, so a `correct` below also means "no
 # static finding"); KEVIN_REDTEAM_CACHE (default /tmp/kevin-redteam-cache) is the build cache, so
 # the poisoning demos never touch ~/.cache/kevin-tui (they use throwaway copies of it, removed at
-# the end); TIMING_TRIALS (default 20); KEVIN_TUI_KERNELBENCH (default /work/shared/kernelbench).
+# the end); TIMING_TRIALS (default 20); KEVIN_TUI_KERNELBENCH (default: the copy shipped in kevin_tui/kernelbench).
 # A forge candidate's *correct* verdict is a hole; an honest candidate's non-correct verdict is one.
 # The sandbox probes have their own runner: tests/candidates/sandbox/run_sandbox.py.
 set -u
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$ROOT"
-KB=${KEVIN_TUI_KERNELBENCH:-/work/shared/kernelbench}
+KB=${KEVIN_TUI_KERNELBENCH:-$(cd "$(dirname "$0")/../../.." && pwd)/kevin_tui/kernelbench}
 RELU=$KB/level1/19_ReLU.py
 CACHE=${KEVIN_REDTEAM_CACHE:-/tmp/kevin-redteam-cache}
 TRIALS=${TIMING_TRIALS:-20}

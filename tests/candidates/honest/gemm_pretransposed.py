@@ -1,7 +1,7 @@
 """Honest (must stay `correct`): level2/12_Gemm_Multiply_LeakyReLU with the Linear weight transposed
 once in __init__ (in x out, contiguous), and a fused C++ kernel: out = leaky_relu((x @ W^T + b) * m).
 
-Problem: /work/shared/kernelbench/level2/12_Gemm_Multiply_LeakyReLU.py (128 x 1024 -> 512).
+Problem: kernelbench:level2/12_Gemm_Multiply_LeakyReLU (128 x 1024 -> 512).
 ModelNew holds an nn.Linear only for its (identically seeded) parameters and never calls it; the
 pre-transposed copy is a buffer. The kernel's summation order (k-outer, j-inner) differs from MKL's.
 """

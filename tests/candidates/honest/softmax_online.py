@@ -2,7 +2,7 @@
 max and a rescaled running sum, then one normalising pass): a different summation order and a
 different rounding from torch's softmax.
 
-Problem: /work/shared/kernelbench/level1/23_Softmax.py (x: 16x16384, softmax over dim 1).
+Problem: kernelbench:level1/23_Softmax (x: 16x16384, softmax over dim 1).
 """
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline

@@ -1,7 +1,7 @@
 """Honest (must stay `correct`): level1/47_Sum_reduction_over_a_dimension with a C++ kernel that
 sums in a different order from torch: a pairwise (tree) sum over the reduced dimension, in float.
 
-Problem: /work/shared/kernelbench/level1/47_Sum_reduction_over_a_dimension.py (x: 16x256x256,
+Problem: kernelbench:level1/47_Sum_reduction_over_a_dimension (x: 16x256x256,
 sum over dim 1, keepdim). The result differs from torch.sum by a few ulps; that must pass.
 """
 import torch.nn as nn

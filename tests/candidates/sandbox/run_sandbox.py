@@ -30,7 +30,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
-PROBLEM = Path(os.environ.get("KEVIN_TUI_KERNELBENCH", "/work/shared/kernelbench")) / "level1" / "19_ReLU.py"
+sys.path.insert(0, str(ROOT))
+from kevin_tui import kernelbench  # noqa: E402
+
+PROBLEM = kernelbench.root() / "level1" / "19_ReLU.py"
 SAFE = [
     "read_caller_environ", "read_home_secrets", "loopback_connect", "write_outside_scratch",
     "setsid_daemon", "judge_memory_writable", "fork_bomb_guarded", "allocate_50gb_guarded",
