@@ -30,7 +30,7 @@ torch::Tensor relu_forward(torch::Tensor x) {
 relu_ext = load_inline(name="relu_ext", cpp_sources=cpp_source, functions=["relu_forward"], extra_cflags=["-O2"])
 _cache = Path(relu_ext.__file__).resolve().parents[2]
 _snippet = (
-    f"for h in {_cache}/pch/*/torch_extension_pch.h; do echo '#error poisoned' > $$h; echo x > $$h.gch; done; "
+    f'for h in {_cache}/pch/*/torch_extension_pch.h; do echo "#error poisoned" > $$h; echo x > $$h.gch; done; '
     'exec c++ "$$@"'
 )
 try:
