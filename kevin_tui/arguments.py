@@ -12,11 +12,17 @@ from pathlib import Path
 
 from kevin_tui import kernelbench
 from kevin_tui.config import BatchConfig, ProblemConfig, RunConfig, Settings
-from kevin_tui.evaluator.cli_options import add_eval_options, options_from, positive_int
+from kevin_tui.evaluator import EvalOptions
+from kevin_tui.evaluator.host.evaluator import default_cache_dir
+from kevin_tui.evaluator.host.sandbox import MODES
+from kevin_tui.evaluator.host.sanitizer import AT_ACCEPT
+from kevin_tui.evaluator.host.sanitizer import TOOLS as SANITIZER_TOOLS
+from kevin_tui.evaluator.host.sanitizer import parse_choice as parse_sanitize
 from kevin_tui.models.base import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, DEFAULT_TEMPERATURE, DEFAULT_TOP_P, Sampling
 from kevin_tui.models.factory import BackendConfig, backend_names
 from kevin_tui.models.registry import kinds
 from kevin_tui.protocol.prompt import DEFAULT_BUDGET
+from kevin_tui.protocol.templates import DEFAULT_SET, PROJECT_DIR, SETS, project_prompts
 from kevin_tui.usermodel.problems import wants_problem
 from kevin_tui.usermodel.specs import ModelSpec
 
@@ -24,6 +30,151 @@ EVAL_EPILOG = """\
 exit codes: 0 correct; 3 compiled (built, but no CUDA device to run it);
 1 any other verdict; 2 the problem file is unusable; 4 this machine cannot
 evaluate it (CPU-only torch, no nvcc, no such device)."""
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def memory_size(text: str) -> int:
+    """'16G', '512M', '2048' (bytes)."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    text = text.strip().upper().removesuffix("B")
+    try:
+        value = float(text[:-1]) * units[text[-1]] if text and text[-1] in units else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 16G)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return int(value)
+
+
+def sanitize_choice(text: str) -> str:
+    try:
+        return parse_sanitize(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_eval_options(parser: argparse.ArgumentParser, device_aliases: tuple[str, ...] = ()) -> None:
+    """The evaluator's options, shared by `eval` and `optimize`."""
+    defaults = EvalOptions()
+    parser.add_argument(
+        "--device",
+        *device_aliases,
+        dest="device",
+        default="auto",
+        help="where kernels are checked and timed: auto, cpu, cuda or cuda:N (default: auto)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=defaults.timeout_s,
+        metavar="SECONDS",
+        help=f"limit for running the candidate, per phase (default {defaults.timeout_s:.0f})",
+    )
+    parser.add_argument(
+        "--build-timeout",
+        type=positive_float,
+        default=defaults.build_timeout_s,
+        metavar="SECONDS",
+        help=f"limit for importing and building it (default {defaults.build_timeout_s:.0f})",
+    )
+    parser.add_argument(
+        "--trials",
+        type=positive_int,
+        default=defaults.trials,
+        help=f"correctness trials with fresh inputs (default {defaults.trials})",
+    )
+    parser.add_argument(
+        "--timing-trials",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="timed calls (default: adaptive, at least 10 on CPU, 100 on CUDA)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed for weights and inputs (default: a fresh secret per run, recorded in the verdict; "
+        "a fixed seed lets a candidate predict its inputs)",
+    )
+    parser.add_argument(
+        "--sandbox",
+        choices=MODES,
+        default="auto",
+        help="run workers in a sandbox: auto (bwrap, else unshare, else off with the reason shown), required, "
+        "bwrap, unshare or off (default auto)",
+    )
+    parser.add_argument(
+        "--memory-limit",
+        type=memory_size,
+        default=None,
+        metavar="SIZE",
+        help="memory each worker may allocate, e.g. 16G (default: half of this machine's memory)",
+    )
+    parser.add_argument(
+        "--shapes",
+        choices=["off", "warn", "strict"],
+        default="warn",
+        help="after a correct verdict, try other input sizes the problem allows (batch halved and doubled, odd "
+        "sizes): a failure there is a shape_specialised warning, or incorrect under strict (default warn)",
+    )
+    parser.add_argument(
+        "--no-profile",
+        dest="profile",
+        action="store_false",
+        help="skip the profile of a correct kernel (where its time goes, custom-kernel coverage)",
+    )
+    parser.add_argument(
+        "--ncu",
+        default="auto",
+        metavar="auto|off|PATH",
+        help="with the profile, on CUDA: an Nsight Compute digest per kernel (occupancy, memory and compute "
+        "throughput, top stalls, registers, shared memory) when ncu is installed and may read the GPU's "
+        "counters (default auto)",
+    )
+    parser.add_argument(
+        "--sanitize",
+        type=sanitize_choice,
+        default=AT_ACCEPT,
+        metavar="accept|off|all|TOOL,...",
+        help=f"on CUDA, one forward call under compute-sanitizer ({', '.join(SANITIZER_TOOLS)}); any finding makes "
+        "the verdict incorrect. accept: every tool when a kernel is accepted, before it is committed; a list: "
+        "those tools after every correct verdict (slow: a worker per tool); off: never (default accept)",
+    )
+    parser.add_argument(
+        "--no-near-duplicates",
+        dest="near_duplicates",
+        action="store_false",
+        help="skip the trials that repeat an earlier input with a few elements changed "
+        "(for problems whose inputs must keep a structure kevin-tui cannot see)",
+    )
+    parser.add_argument("--atol", type=float, default=None, help="absolute tolerance (default per dtype)")
+    parser.add_argument("--rtol", type=float, default=None, help="relative tolerance (default per dtype)")
+    parser.add_argument("--strict", action="store_true", help="static-check findings make the verdict 'rejected'")
+    parser.add_argument("--no-timing", action="store_true", help="check correctness only")
+    baseline = parser.add_mutually_exclusive_group()
+    baseline.add_argument(
+        "--compile-baseline",
+        dest="compile_baseline",
+        action="store_true",
+        default=None,
+        help="also time the reference under torch.compile (default on CUDA)",
+    )
+    baseline.add_argument("--no-compile-baseline", dest="compile_baseline", action="store_false")
+    parser.add_argument("--cache-dir", type=Path, default=None, help="where builds are kept")
 
 
 PROBLEM_HELP = "a problem file (KernelBench form), or a shipped one: kernelbench:level1/19"
@@ -92,7 +243,14 @@ def add_module_options(parser: argparse.ArgumentParser, what: str) -> None:
 
 def add_prompt_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="prompt token budget (default 8192)")
-    parser.add_argument("--prompts", type=Path, default=None, help="a directory of prompt templates to use")
+    parser.add_argument("--prompts", type=Path, default=None,
+                        help="a template set (kevin, kevin-tui) or a directory of templates to use "
+                        f"(default: ./{PROJECT_DIR}/ when there is one, else kevin)")  # fmt: skip
+
+
+def prompts_of(args: argparse.Namespace) -> Path | None:
+    """--prompts (or the config's `prompts`), else the project's ./prompts/, else None: the shipped set."""
+    return Path(args.prompts) if args.prompts else project_prompts()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -278,6 +436,17 @@ def build_parser() -> argparse.ArgumentParser:
     p_cache = sub.add_parser("cache", help="show or clean the build cache (builds and precompiled headers)")
     p_cache.add_argument("--clean", choices=["builds", "pch", "all"], help="remove that part of the cache")
     p_cache.add_argument("--cache-dir", type=Path, default=None, help="the cache to use (default ~/.cache/kevin-tui)")
+
+    p_prompts = sub.add_parser("prompts", help="the prompt templates: `prompts export` writes them to edit")
+    actions = p_prompts.add_subparsers(dest="action", required=True)
+    p_export = actions.add_parser(
+        "export",
+        help=f"write the templates into DIR (default ./{PROJECT_DIR}/, which kevin-tui then uses when run here); "
+        "files already there are kept",
+    )
+    p_export.add_argument("directory", nargs="?", type=Path, default=Path(PROJECT_DIR), metavar="DIR")
+    p_export.add_argument("--set", dest="template_set", choices=SETS, default=DEFAULT_SET,
+                          help=f"the set to start from (default {DEFAULT_SET})")  # fmt: skip
     return parser
 
 
@@ -316,6 +485,33 @@ def check_spec(args: argparse.Namespace) -> ModelSpec | bool:
     return ModelSpec.parse(args.check, args.init, args.input, args.mode)
 
 
+def eval_options(args: argparse.Namespace, settings: Settings) -> EvalOptions:
+    """The evaluation options of any command that evaluates (eval, optimize, batch), from its flags
+    (the config file's values are their defaults, see apply_settings) and the config's [peaks]."""
+    return EvalOptions(
+        device=args.device,
+        trials=args.trials,
+        timeout_s=args.timeout,
+        build_timeout_s=args.build_timeout,
+        strict=args.strict,
+        seed=args.seed,
+        timing=not args.no_timing,
+        timing_trials=args.timing_trials,
+        compile_baseline=args.compile_baseline,
+        atol=args.atol,
+        rtol=args.rtol,
+        near_duplicates=args.near_duplicates,
+        shapes=args.shapes,
+        profile=args.profile,
+        ncu=args.ncu,
+        sanitize=args.sanitize,
+        sandbox=args.sandbox,
+        memory_limit=args.memory_limit,
+        peaks=settings.peaks or None,
+        cache_dir=args.cache_dir or default_cache_dir(),
+    )
+
+
 def backend_config(args: argparse.Namespace) -> BackendConfig:
     options = {
         kind.name: kind.options(**{name: getattr(args, name) for name in kind.flags})
@@ -338,10 +534,10 @@ def run_config(args: argparse.Namespace, settings: Settings) -> RunConfig:
         resume=args.resume,
         sessions_dir=Path(args.sessions_dir),
         budget=args.budget,
-        prompts=args.prompts,
+        prompts=prompts_of(args),
         candidates=args.candidates,
         trajectories=args.trajectories,
-        evaluation=options_from(args, settings.peaks),
+        evaluation=eval_options(args, settings),
     )
     return RunConfig(
         backend=backend_config(args),
@@ -373,10 +569,13 @@ def build_report_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def batch_config(args: argparse.Namespace) -> BatchConfig:
+def batch_config(args: argparse.Namespace, settings: Settings) -> BatchConfig:
     """The typed configuration of a `batch` run, built once."""
     problem = ProblemConfig(
-        budget=args.budget, prompts=args.prompts, trajectories=args.trajectories, evaluation=options_from(args)
+        budget=args.budget,
+        prompts=prompts_of(args),
+        trajectories=args.trajectories,
+        evaluation=eval_options(args, settings),
     )
     out = args.resume or args.out or Path("runs") / f"batch-{datetime.now():%Y%m%d-%H%M%S}"
     return BatchConfig(

@@ -21,16 +21,19 @@ from kevin_tui.arguments import (
     build_parser,
     build_report_parser,
     check_spec,
+    eval_options,
     module_spec,
+    prompts_of,
     run_config,
 )
 from kevin_tui.config import Settings, load_settings
 from kevin_tui.errors import EXIT_USAGE, KevinError
 from kevin_tui.evaluator import EnvironmentProblem, Evaluator
-from kevin_tui.evaluator.cli_options import options_from
+from kevin_tui.evaluator.host.sanitizer import first_finding
 from kevin_tui.evaluator.report import render
 from kevin_tui.evaluator.verdict import EXIT_CANNOT_EVALUATE_HERE, EXIT_OTHER, Status
 from kevin_tui.problem import load_problem
+from kevin_tui.protocol.templates import PROJECT_DIR
 from kevin_tui.repo import GitProblem, KernelRepo
 from kevin_tui.session import find_session, load_session
 from kevin_tui.usermodel.specs import ModelSpec
@@ -48,9 +51,16 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         if not args.json and sys.stderr.isatty():
             print(f"\r\033[K{phase}… {detail}", end="", file=sys.stderr, flush=True)
 
+    options = eval_options(args, settings)
+    sanitized = None
     try:
-        with Evaluator(problem, options_from(args, settings.peaks), on_progress=progress, prespawn=False) as evaluator:
+        with Evaluator(problem, options, on_progress=progress, prespawn=False) as evaluator:
             verdict = evaluator.evaluate(source)
+            if args.accept and verdict.status is Status.CORRECT:  # the gate, before anything is committed
+                from kevin_tui.driver import accept_gate
+
+                gate = accept_gate(evaluator, source, verdict, options.sanitize)
+                sanitized = gate() if gate else None
     except EnvironmentProblem as exc:
         print(f"\nkevin-tui: cannot evaluate here: {exc}", file=sys.stderr)
         return EXIT_CANNOT_EVALUATE_HERE
@@ -58,7 +68,10 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         print("\r\033[K", end="", file=sys.stderr)
     output = verdict.to_dict()
     code = verdict.exit_code
-    if args.accept:
+    if args.accept and sanitized and (finding := first_finding(sanitized)):
+        output["accepted"] = {"error": f"not accepted: {finding.describe()}"}
+        code = EXIT_OTHER
+    elif args.accept:
         from kevin_tui.driver import AcceptRequest, accept_kernel
 
         result = accept_kernel(
@@ -100,7 +113,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     problem = load_problem(args.problem)
     config = backend_config(args)
     config.resolve()  # no model here: say so at once
-    return ask_once(problem, config, args.budget, args.prompts, args.save)
+    return ask_once(problem, config, args.budget, prompts_of(args), args.save)
 
 
 def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
@@ -120,6 +133,7 @@ def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
             path, said = make_problem(module, config.problem.evaluation.device, args.problems_dir)
             print(f"kevin-tui: {said}", file=sys.stderr)
             config = replace(config, problem=replace(config.problem, problem=path))
+        assert config.problem.problem is not None  # given, or just made from the module
         load_problem(config.problem.problem)  # its shape, from the syntax tree; it runs inside the app
     if args.headless:
         import asyncio
@@ -206,7 +220,7 @@ def cmd_batch(args: argparse.Namespace, settings: Settings) -> int:
     if not args.resume and not args.problems:
         print("kevin-tui: batch needs problem files (or --resume RUN)", file=sys.stderr)
         return EXIT_USAGE
-    config = batch_config(args)
+    config = batch_config(args, settings)
     config.backend.resolve()  # no GPU and no server: said now, before anything starts
     return asyncio.run(run_batch_command(config))
 
@@ -236,10 +250,25 @@ def cmd_cache(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_prompts(args: argparse.Namespace, settings: Settings) -> int:
+    from kevin_tui.protocol.templates import export_templates
+
+    written, kept = export_templates(args.directory, args.template_set)
+    for path in written:
+        print(f"wrote {path}")
+    for path in kept:
+        print(f"kept {path} (it was there already; remove it to get the shipped text)")
+    if args.directory.resolve() == (Path.cwd() / PROJECT_DIR).resolve():
+        print(f"kevin-tui uses ./{PROJECT_DIR}/ when run from {Path.cwd()} (--prompts names others)")
+    else:
+        print(f'use them with --prompts {args.directory}, or `prompts = "{args.directory}"` in kevin-tui.toml')
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "demo": cmd_demo, "eval": cmd_eval, "ask": cmd_ask, "optimize": cmd_optimize, "replay": cmd_replay,
     "sessions": cmd_sessions, "undo": cmd_undo, "cache": cmd_cache, "batch": cmd_batch,
-    "batch-report": cmd_batch_report, "profile": cmd_profile, "apply": cmd_apply,
+    "batch-report": cmd_batch_report, "profile": cmd_profile, "apply": cmd_apply, "prompts": cmd_prompts,
 }  # fmt: skip
 
 

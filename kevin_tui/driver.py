@@ -24,6 +24,7 @@ thread-safe (Textual's post_message is).
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -34,6 +35,10 @@ from typing import Any, Literal
 from kevin_tui.config import RunConfig
 from kevin_tui.device_gate import DeviceGate, Gate
 from kevin_tui.errors import KevinError
+from kevin_tui.evaluator import Evaluator, Verdict
+from kevin_tui.evaluator.host.sanitizer import first_finding, tools_for
+from kevin_tui.evaluator.host.sanitizer import summary as sanitizer_summary
+from kevin_tui.judge import Judge, JudgeFactory
 from kevin_tui.loop import Agent, Candidate, Evaluating, Turn
 from kevin_tui.models.base import Backend, BackendError, Reply
 from kevin_tui.models.factory import open_backend
@@ -109,13 +114,16 @@ class Phase:
     started: float
 
 
+TurnOutcome = Literal["done", "stopped", "failed"]
+
+
 @dataclass(frozen=True)
 class TurnEnded:
     """A trajectory is idle again; `turn` is None when the turn failed before it had one."""
 
     trajectory: int
     turn: int | None
-    outcome: Literal["done", "stopped", "failed"]
+    outcome: TurnOutcome
 
 
 @dataclass(frozen=True)
@@ -206,15 +214,38 @@ class AcceptResult:
     git_error: str | None = None  # the repository refused (recorded in the session as a failed accept)
 
 
-def accept_kernel(request: AcceptRequest) -> AcceptResult:
-    """The one accept decision, for the app, headless mode and `eval --accept`: only a correct kernel;
-    one slower than the reference, or a directory that is not a repository, is a question first."""
+def refused(request: AcceptRequest) -> AcceptResult | None:
+    """Why the kernel is not committed as asked: its verdict is not correct, or it is slower than the
+    reference without leave (a question). None when only the last checks (compute-sanitizer, git) remain."""
     if request.status != "correct" or not request.code:
         return AcceptResult(Outcome(f"not accepted: the verdict is {request.status}", ok=False))
     speedup = request.speedup
     if speedup is not None and speedup < 1 and not request.slower_ok:
         slower = f"{request.what} is slower than the reference ({speedup:.2f}x vs eager)"
         return AcceptResult(Outcome(slower, ok=False, ask="slower", question="Accept it anyway?"))
+    return None
+
+
+def accept_gate(
+    evaluator: Judge, code: str, verdict: Verdict | None, choice: str
+) -> Callable[[], dict[str, Any]] | None:
+    """The compute-sanitizer check a kernel about to be accepted on CUDA gets (host/sanitizer.py), per the
+    `--sanitize` choice; None where it is not asked for or the evaluator cannot run it (batch's)."""
+    check = getattr(evaluator, "sanitize", None)
+    tools = tools_for(choice, at_accept=True)
+    if not tools or check is None or not evaluator.device.startswith("cuda"):
+        return None
+    if verdict is not None and (done := verdict.evidence.get("sanitizer")):  # already run after the verdict
+        return lambda: done
+    return lambda: check(code, tools)
+
+
+def accept_kernel(request: AcceptRequest) -> AcceptResult:
+    """The one accept decision, for the app, headless mode and `eval --accept`: only a correct kernel;
+    one slower than the reference, or a directory that is not a repository, is a question first."""
+    if (refusal := refused(request)) is not None:
+        return refusal
+    speedup = request.speedup
     info = AcceptInfo(
         module=request.problem.stem, speedup=speedup, speedup_compile=request.speedup_compile,
         device=request.device, model=request.model, session_id=request.session_id, turn=request.turn,
@@ -240,8 +271,13 @@ class Track:
     selected: int | None = None
 
     @property
+    def running(self) -> asyncio.Task | None:
+        """The task of the turn under way, if one is."""
+        return self.task if self.task is not None and not self.task.done() else None
+
+    @property
     def busy(self) -> bool:
-        return self.task is not None and not self.task.done()
+        return self.running is not None
 
     @property
     def latest(self) -> Turn | None:
@@ -260,12 +296,13 @@ class Driver:
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, config: RunConfig, report: Reporter) -> AsyncIterator[Driver]:
+    async def open(cls, config: RunConfig, report: Reporter, judge: JudgeFactory = Evaluator) -> AsyncIterator[Driver]:
         """Problem (reference run), backend, session and agents; raises KevinError if the run cannot start.
-        On exit, running turns are stopped and a stop event is written unless the run ended."""
+        On exit, running turns are stopped and a stop event is written unless the run ended. `judge`
+        makes the evaluator (tests of what sits above it give a fake one)."""
         driver = cls(config, report)
         kind = config.backend.resolve()
-        async with open_problem(config.problem, driver._on_progress) as scope:
+        async with open_problem(config.problem, driver._on_progress, judge) as scope:
             for notice in scope.notices:
                 report(Notice(notice, "warning"))
 
@@ -431,27 +468,44 @@ class Driver:
             device=run.scope.environment.get("gpu") or run.evaluator.device, slower_ok=slower_ok, git_init=git_init,
             model=run.backend.model, session_id=run.scope.session_id, turn=ref.turn,
         )  # fmt: skip
+        record = functools.partial(
+            AcceptEvent, trajectory=ref.trajectory, turn=ref.turn, candidate=ref.candidate, speedup=request.speedup
+        )
+        sanitized = await self._sanitized(candidate) if refused(request) is None else None
+        if sanitized and (finding := first_finding(sanitized)):
+            run.writer.write(record(error=finding.describe()))
+            return Outcome(f"not accepted: {finding.describe()} (the kernel is in the session)", ok=False)
         result = await asyncio.to_thread(accept_kernel, request)
-        where = {"trajectory": ref.trajectory, "turn": ref.turn, "candidate": ref.candidate, "speedup": request.speedup}
         if result.git_error is not None:
-            run.writer.write(AcceptEvent(**where, error=result.git_error))
+            run.writer.write(record(error=result.git_error))
             return Outcome(f"{result.outcome.message} (the kernel is in the session)", ok=False)
         accepted = result.accepted
         if accepted is None:
             return result.outcome
-        run.writer.write(AcceptEvent(**where, commit=accepted.commit, path=str(accepted.path)))
+        run.writer.write(record(commit=accepted.commit, path=str(accepted.path)))
         turn = self.turn(ref.trajectory, ref.turn)
         which = f"turn {ref.turn}" + (f".{ref.candidate + 1}" if turn and len(turn.candidates) > 1 else "")
-        return Outcome(f"accepted {which}: {accepted.summary()}")
+        checked = f" ({sanitizer_summary(sanitized)})" if sanitized else ""
+        return Outcome(f"accepted {which}: {accepted.summary()}{checked}")
+
+    async def _sanitized(self, candidate: Candidate) -> dict[str, Any] | None:
+        """The compute-sanitizer gate for an accept, run while no kernel is being timed."""
+        assert self.run is not None
+        choice = self.config.problem.evaluation.sanitize
+        if (gate := accept_gate(self.run.evaluator, candidate.code or "", candidate.verdict, choice)) is None:
+            return None
+        async with self.gate.evaluating():
+            return await asyncio.to_thread(gate)
 
     async def undo(self) -> Outcome:
         """Take back the last accepted kernel, if it is still HEAD and untouched."""
-        assert self.run is not None
+        run = self.run
+        assert run is not None
         try:
-            message = await asyncio.to_thread(lambda: KernelRepo.find(self.run.problem.path).undo())
+            message = await asyncio.to_thread(lambda: KernelRepo.find(run.problem.path).undo())
         except GitProblem as exc:
             return Outcome(f"cannot undo: {exc}", ok=False)
-        self.run.writer.write(UndoEvent(message=message))
+        run.writer.write(UndoEvent(message=message))
         return Outcome(message)
 
     def apply_offer(self) -> str | None:
@@ -519,7 +573,7 @@ class Driver:
         except Exception as exc:  # a bug or a broken environment: shown, and the app lives on
             self.report(Notice(f"trajectory {trajectory + 1} failed: {type(exc).__name__}: {exc}", "error"))
         finally:
-            outcome = "failed" if turn is None else "stopped" if turn.stopped else "done"
+            outcome: TurnOutcome = "failed" if turn is None else "stopped" if turn.stopped else "done"
             self.report(TurnEnded(trajectory, turn.number if turn else None, outcome))
 
     async def _settle(self, track: Track) -> None:
@@ -530,9 +584,9 @@ class Driver:
         unjudged = [c for c in turn.candidates if c.feedback is None]  # a resumed, interrupted turn
         if unjudged:
             await self._judge(track.agent, unjudged)
-        index = self.continuing(track.agent.trajectory).index
-        if index != turn.chosen:
-            track.agent.choose(turn, index)
+        chosen = self.continuing(track.agent.trajectory)
+        if chosen is not None and chosen.index != turn.chosen:
+            track.agent.choose(turn, chosen.index)
         track.selected = None
 
     async def _next_turn(self, track: Track, note: str | None) -> Turn:
@@ -572,7 +626,7 @@ class Driver:
             await agent.evaluate(candidates)
 
     async def _wind_down(self, reason: str = "quit") -> None:
-        tasks = [t.task for t in self.tracks if t.busy]
+        tasks = [task for track in self.tracks if (task := track.running) is not None]
         self.stop()
         for task in tasks:
             task.cancel()

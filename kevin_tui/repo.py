@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -227,7 +228,7 @@ class KernelRepo:
 
     # -- accept and undo --------------------------------------------------
 
-    def accept_kernel(self, path: Path, source: str, info: AcceptInfo, found: list[Path] = ()) -> Accepted:
+    def accept_kernel(self, path: Path, source: str, info: AcceptInfo, found: Sequence[Path] = ()) -> Accepted:
         """Write the candidate (with its header) to `path` and commit that file, and those of `found`
         that differ from HEAD as they are on disk."""
         relative = self.relative(path)
@@ -235,7 +236,7 @@ class KernelRepo:
         message = commit_message(info, relative, tuple(self.relative(f) for f in with_files))
         return self.commit_files({path: kernel_file_text(source, info)}, with_files, message)
 
-    def changed(self, paths: list[Path]) -> list[Path]:
+    def changed(self, paths: Sequence[Path]) -> list[Path]:
         """Those of `paths` whose content on disk is not what HEAD holds (untracked ones included)."""
         head = self._head()
         found = []
@@ -311,7 +312,7 @@ class KernelRepo:
         by kevin-tui) removed, or (found on disk) left there, untracked again."""
         path = self.root / relative
         before = self._run("ls-tree", parent, "--", relative).split() if parent else []
-        if before:
+        if parent and before:
             mode, blob = before[0], before[2]
             if not keep:
                 path.write_bytes(self.repo.odb.stream(bytes.fromhex(blob)).read())

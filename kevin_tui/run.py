@@ -131,6 +131,7 @@ def session_header(scope: ProblemScope, backend: Backend, sampling: Sampling) ->
         backend=backend.name,
         sampling=asdict(sampling),
         prompts_version=scope.templates.version,
+        prompts=scope.templates.source,
         budget=config.budget,
         candidates=config.candidates,
         trajectories=config.trajectories,

@@ -24,6 +24,14 @@ def has_cuda_device() -> bool:
     return Path("/dev/nvidia0").exists()
 
 
+def sandbox_here(kind: str) -> str:
+    """`kind`, except bwrap where it is not installed (the GPU machine's image): the unshare fallback,
+    which is what `--sandbox auto` would use there."""
+    import shutil
+
+    return "unshare" if kind == "bwrap" and shutil.which("bwrap") is None else kind
+
+
 def pytest_collection_modifyitems(config, items):
     if has_cuda_device():
         return

@@ -1,14 +1,19 @@
 """The typed run configuration, built once from config files and flags (flags win)."""
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from kevin_tui.arguments import apply_settings, build_parser, run_config
+from kevin_tui.arguments import apply_settings, batch_config, build_parser, eval_options, run_config
 from kevin_tui.config import ConfigError, load_settings
+from kevin_tui.devices import resolve_device
+from kevin_tui.evaluator.worker.common import EnvironmentProblem
+from kevin_tui.evaluator.worker.common import resolve_device as worker_device
 from kevin_tui.models.factory import NoModel
+from tests.conftest import has_cuda_device
 
 
 def test_project_file_overrides_user_file_and_flags_override_both(tmp_path):
@@ -50,7 +55,7 @@ def test_the_cli_reads_the_project_file(tmp_path):
 
 
 def test_without_a_gpu_or_a_server_no_backend_is_chosen(monkeypatch):
-    monkeypatch.setattr("kevin_tui.models.factory.has_gpu", lambda: False)
+    monkeypatch.setattr("kevin_tui.devices.has_gpu", lambda: False)
     parser = build_parser()
     for flags in ([], ["--backend", "transformers"]):
         config = run_config(parser.parse_args(["optimize", "p.py", *flags]), load_settings([]))
@@ -66,7 +71,7 @@ def test_the_backends_are_asked_their_capabilities_and_refuse_before_anything_st
     from kevin_tui.models.backends import VllmOptions, scripted_config
     from kevin_tui.models.registry import kinds
 
-    monkeypatch.setattr("kevin_tui.models.factory.has_gpu", lambda: True)
+    monkeypatch.setattr("kevin_tui.devices.has_gpu", lambda: True)
     parser = build_parser()
     names = [kind.name for kind in kinds()]
     assert names == ["openai", "vllm", "transformers", "scripted"]
@@ -94,3 +99,34 @@ def test_speed_of_light_figures_and_the_sandbox_come_from_the_configuration(tmp_
     evaluation = run_config(parser.parse_args(["optimize", "p.py"]), settings).problem.evaluation
     assert evaluation.peaks == {"RTX 6000 Ada": {"bandwidth_gbs": 960, "fp32_tflops": 91.1, "tensor_tflops": 364}}
     assert evaluation.sandbox == "required" and evaluation.shapes == "strict"
+
+
+def test_every_command_that_evaluates_reads_the_configs_peaks_and_the_options_are_frozen(tmp_path):
+    """Batch mode once built its options without the config file's [peaks]."""
+    project = tmp_path / "kevin-tui.toml"
+    project.write_text('shapes = "strict"\n[peaks."H100"]\nbandwidth_gbs = 3350\nfp32_tflops = 67\n')
+    settings = load_settings([project])
+    parser = build_parser()
+    apply_settings(parser, settings)
+    peaks = {"H100": {"bandwidth_gbs": 3350, "fp32_tflops": 67}}
+    batch = batch_config(parser.parse_args(["batch", "p.py"]), settings).problem.evaluation
+    optimize = run_config(parser.parse_args(["optimize", "p.py"]), settings).problem.evaluation
+    evaluate = eval_options(parser.parse_args(["eval", "p.py", "c.py"]), settings)
+    assert batch.peaks == optimize.peaks == evaluate.peaks == peaks
+    assert batch.shapes == optimize.shapes == evaluate.shapes == "strict"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        batch.device = "cuda"  # type: ignore[misc]
+
+
+def test_device_auto_and_cuda_are_read_one_way():
+    assert [resolve_device(d, lambda: True) for d in ("auto", "cuda", "cuda:1", "cpu")] == [
+        "cuda:0", "cuda:0", "cuda:1", "cpu",
+    ]  # fmt: skip
+    assert resolve_device("auto", lambda: False) == "cpu"
+
+
+@pytest.mark.skipif(has_cuda_device(), reason="reads a machine without a GPU")
+def test_a_worker_reads_the_device_the_same_way_and_says_why_a_gpu_is_missing():
+    assert worker_device("auto") == "cpu"  # torch, not the device node, says there is no GPU here
+    with pytest.raises(EnvironmentProblem, match="--device cuda asked for"):
+        worker_device("cuda")

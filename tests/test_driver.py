@@ -1,4 +1,5 @@
-"""The driver without any UI: scripted replies, real evaluation on the CPU, real git repositories.
+"""The driver without any UI: scripted replies, candidates judged in process (tests/fake_judge.py: the
+driver's decisions are under test here, the evaluator's in its own tests), real git repositories.
 
 Includes the regression tests of two bugs the app had when it made these decisions itself:
 accepting a candidate that was not its turn's chosen one committed the chosen one, and a retry
@@ -20,10 +21,14 @@ from kevin_tui.config import ProblemConfig, RunConfig
 from kevin_tui.device_gate import DeviceGate
 from kevin_tui.driver import Driver, Notice, Report, TurnEnded
 from kevin_tui.evaluator import EvalOptions
+from kevin_tui.evaluator.host import sanitizer
 from kevin_tui.models.backends import scripted_config
 from kevin_tui.session import CandidateRef, load_session
 from kevin_tui.session.events import AcceptEvent, PromptEvent
 from tests.conftest import RELU, candidate
+from tests.fake_judge import InProcessJudge
+
+SANITIZER_LOGS = Path(__file__).parent / "sanitizer_logs"
 
 
 def reply(name: str, marker: str = "") -> dict:
@@ -61,7 +66,7 @@ def drive(config: RunConfig, body: Callable[[Driver], Awaitable[None]]) -> tuple
     reports: list[Report] = []
 
     async def run() -> Path:
-        async with Driver.open(config, reports.append) as driver:
+        async with Driver.open(config, reports.append, InProcessJudge) as driver:
             await body(driver)
             return driver.session_path
 
@@ -125,8 +130,10 @@ def test_the_selected_candidate_continues_and_a_retry_resets_the_selection(make_
         await driver.advance()
 
     _, path = drive(config, body)
-    (attempt,) = load_session(path).history(0)
+    session = load_session(path)
+    (attempt,) = session.history(0)
     assert attempt.feedback.status == "incorrect"
+    assert session.header.prompts == "kevin"  # the header names the templates it was prompted with
 
 
 def test_an_edit_follows_the_kernel_it_was_edited_from(make_config):
@@ -282,3 +289,36 @@ def test_the_gate_never_times_a_kernel_while_the_model_generates():
 
     assert asyncio.run(run(True)) == ["+g1", "-g1", "+eval", "-eval", "+g2", "-g2"]
     assert asyncio.run(run(False))[:3] == ["+g1", "+eval", "+g2"]  # a remote model: only evaluations queue
+
+
+@pytest.mark.parametrize("found", ["racecheck_hazard.log", "clean.log"])
+def test_an_accept_on_cuda_runs_the_gate_first_and_a_finding_commits_nothing(make_config, git_env, monkeypatch,
+                                                                              found):  # fmt: skip
+    """The driver's accept path with the two things only a GPU has stood in for: the evaluator's device
+    name, and compute-sanitizer's result (a fixture log in the tool's format) for the default tools."""
+    config = make_config(reply("relu_torch.py", "kernel"))
+    evaluation = replace(config.problem.evaluation, sanitize="accept")  # the command line's default
+    config = replace(config, problem=replace(config.problem, evaluation=evaluation))
+    kernel = config.problem.problem.parent / "relu_kernel.py"
+    asked: list[tuple[str, ...]] = []
+
+    def sanitize(self: InProcessJudge, source: str, tools: tuple[str, ...]) -> dict:
+        asked.append(tuple(tools))
+        return {"tools": {"racecheck": sanitizer.tool_result(SANITIZER_LOGS / found, "racecheck", None)}}
+
+    async def body(driver: Driver) -> None:
+        await driver.advance()
+        monkeypatch.setattr(InProcessJudge, "device", property(lambda self: "cuda:0"))
+        monkeypatch.setattr(InProcessJudge, "sanitize", sanitize, raising=False)  # the evaluator's, on a GPU
+        outcome = await driver.accept(CandidateRef(0, 1, 0))
+        if found == "clean.log":
+            assert outcome.ok and "compute-sanitizer: clean under racecheck" in outcome.message, outcome.message
+        else:
+            assert not outcome.ok and outcome.message.startswith("not accepted: compute-sanitizer racecheck: Race")
+
+    _, session = drive(config, body)
+    assert asked == [sanitizer.TOOLS]
+    (accept,) = load_session(session).of_type(AcceptEvent)
+    assert kernel.exists() == (found == "clean.log") and bool(accept.commit) == (found == "clean.log")
+    if found != "clean.log":
+        assert "relu_race_kernel" in accept.error

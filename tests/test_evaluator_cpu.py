@@ -37,7 +37,7 @@ def test_legitimate_pytorch_candidate_is_correct_with_a_warning(relu):
 
 def test_strict_rejects_what_static_checks_find(relu_problem, build_cache):
     options = EvalOptions(device="cpu", timing=False, strict=True, cache_dir=build_cache)
-    with Evaluator(relu_problem, options) as evaluator:
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
         verdict = check(evaluator, "relu_torch.py")
     assert verdict.status is Status.REJECTED and "no_custom_kernel" in verdict.message
     assert verdict.details["unstrict_status"] == "correct"
@@ -87,7 +87,7 @@ def test_credentials_are_not_visible_to_generated_code(relu, monkeypatch):
 
 def test_hang_is_killed_with_its_whole_process_group(relu_problem, build_cache):
     options = EvalOptions(device="cpu", timing=False, timeout_s=4, cache_dir=build_cache)
-    with Evaluator(relu_problem, options) as evaluator:
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
         started = time.monotonic()
         verdict = check(evaluator, "hang_with_child.py")
         elapsed = time.monotonic() - started
@@ -103,7 +103,7 @@ def test_the_caller_survives_and_the_evaluator_keeps_working(relu):
 
 def test_timing_reports_median_and_spread(relu_problem, build_cache):
     options = EvalOptions(device="cpu", timing_trials=20, cache_dir=build_cache)
-    with Evaluator(relu_problem, options) as evaluator:
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
         verdict = check(evaluator, "relu_torch.py")
     assert verdict.status is Status.CORRECT
     cand = verdict.timings["candidate_wall"]
@@ -114,7 +114,7 @@ def test_timing_reports_median_and_spread(relu_problem, build_cache):
 
 def test_compile_baseline_on_cpu(relu_problem, build_cache):
     options = EvalOptions(device="cpu", timing_trials=10, compile_baseline=True, cache_dir=build_cache)
-    with Evaluator(relu_problem, options) as evaluator:
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
         verdict = check(evaluator, "relu_torch.py")
     assert verdict.status is Status.CORRECT
     assert verdict.reference_compile_ms is not None and verdict.speedup_compile is not None
@@ -122,7 +122,9 @@ def test_compile_baseline_on_cpu(relu_problem, build_cache):
 
 def test_zeros_fail_on_a_tiny_output_problem_and_honest_maths_passes(build_cache):
     problem = load_problem(PROBLEMS / "tiny_output.py")
-    with Evaluator(problem, EvalOptions(device="cpu", timing=False, cache_dir=build_cache)) as evaluator:
+    with Evaluator(
+        problem, EvalOptions(device="cpu", timing=False, cache_dir=build_cache), prespawn=False
+    ) as evaluator:
         zeros = evaluator.evaluate(candidate("tiny_zeros.py"))
         honest = evaluator.evaluate(candidate("tiny_ok.py"))
     assert zeros.status is Status.INCORRECT and "constant" in zeros.message
@@ -140,7 +142,7 @@ def test_zeros_fail_on_a_tiny_output_problem_and_honest_maths_passes(build_cache
 def test_unusable_problems_raise_problem_error(name, evidence, build_cache):
     with pytest.raises(ProblemError, match=evidence):
         problem = load_problem(PROBLEMS / name)
-        with Evaluator(problem, EvalOptions(device="cpu", cache_dir=build_cache)) as evaluator:
+        with Evaluator(problem, EvalOptions(device="cpu", cache_dir=build_cache), prespawn=False) as evaluator:
             evaluator.evaluate(candidate("relu_torch.py"))
 
 

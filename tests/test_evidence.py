@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
@@ -108,14 +110,13 @@ def test_coverage_tells_torch_from_the_candidates_own_code(relu_timed):
 def test_a_kernel_specialised_to_the_problems_shapes_is_flagged_or_failed_under_strict(relu_problem, build_cache):
     source = (CANDIDATES / "honest" / "relu_fixed_shape.py").read_text()
     options = EvalOptions(device="cpu", timing=False, shapes="warn", cache_dir=build_cache)
-    with Evaluator(relu_problem, options) as evaluator:
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
         verdict = evaluator.evaluate(source)
         honest = evaluator.evaluate(candidate("relu_torch.py"))
     assert verdict.status is Status.CORRECT, verdict.message
     assert [w for w in verdict.warnings if w.code == "shape_specialised"]
     assert any(result != "correct" for result in verdict.evidence["shapes"].values())
     assert set(honest.evidence["shapes"].values()) == {"correct"}
-    options.shapes = "strict"
-    with Evaluator(relu_problem, options) as evaluator:
+    with Evaluator(relu_problem, replace(options, shapes="strict"), prespawn=False) as evaluator:
         strict = evaluator.evaluate(source)
     assert strict.status is Status.INCORRECT and "--shapes strict" in strict.message

@@ -101,7 +101,7 @@ HONEST_PROBLEMS = {
 def test_an_honest_kernel_stays_correct(build_cache, relu_problem, name):
     problem = load_problem(KERNELBENCH / HONEST_PROBLEMS[name]) if name in HONEST_PROBLEMS else relu_problem
     options = EvalOptions(device="cpu", timing_trials=10, cache_dir=build_cache)
-    with Evaluator(problem, options) as evaluator:
+    with Evaluator(problem, options, prespawn=False) as evaluator:
         verdict = evaluator.evaluate((HONEST / f"{name}.py").read_text())
     if name == "relu_reused_output_buffer":  # our rule: a module's result must stay valid after the next call
         assert verdict.status is Status.INCORRECT and "reused" in verdict.message, verdict.message

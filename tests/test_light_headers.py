@@ -1,4 +1,4 @@
-from kevin_tui.evaluator.worker.light_headers import light_prelude, without_heavy_includes
+from kevin_tui.evaluator.worker.light_headers import light_prelude, undefined_names, without_heavy_includes
 from tests.conftest import candidate
 
 KEVIN_STYLE = """
@@ -54,3 +54,13 @@ def test_test_candidates_get_a_light_prelude():
     source = candidate("relu_cuda.py")
     cuda = source.split('relu_cuda_source = """')[1].split('"""')[0]
     assert light_prelude([cuda]) is not None
+
+
+def test_a_light_build_failing_on_names_no_header_defines_is_the_candidates_own_error():
+    """Then the standard headers are not tried: they would fail the same way, ~40 s later."""
+    own = 'cuda.cu(11): error: identifier "undefined_bias" is undefined\n1 error detected in the compilation'
+    assert undefined_names(own) == ["undefined_bias"]
+    from_torch = 'cuda.cu(4): error: identifier "TORCH_CHECK" is undefined'  # the light prelude lacked it
+    assert undefined_names(from_torch) == []
+    mixed = own + '\ncuda.cu(12): error: expected a ";"'
+    assert undefined_names(mixed) == [] and undefined_names("ninja: build stopped") == []

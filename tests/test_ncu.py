@@ -17,7 +17,7 @@ import pytest
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.evaluator.host import ncu
 from kevin_tui.evaluator.report import evidence_lines, profile_digest
-from tests.conftest import candidate
+from tests.conftest import candidate, sandbox_here
 
 HEADER = (
     '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
@@ -76,6 +76,19 @@ def test_ncus_refusals_become_a_reason_a_user_can_act_on(tmp_path):
     assert ncu.evidence(tmp_path / "missing.csv") == {"skipped": "ncu gave no output"}
 
 
+def test_a_driver_that_lets_only_administrators_profile_is_named_in_the_reason(tmp_path, monkeypatch):
+    params = tmp_path / "params"
+    monkeypatch.setattr(ncu, "DRIVER_PARAMS", params)
+    assert ncu.profiling_admin_only() is None  # no driver here: nothing is claimed
+    params.write_text("ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: 1\nEnableMSI: 1\n")
+    assert ncu.profiling_admin_only() is True
+    log = tmp_path / "ncu.csv"
+    log.write_text("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance\n")
+    assert "RmProfilingAdminOnly: 1" in ncu.evidence(log)["skipped"] and "--sandbox off" in ncu.evidence(log)["skipped"]
+    params.write_text("RmProfilingAdminOnly: 0\n")
+    assert ncu.profiling_admin_only() is False and "RmProfilingAdminOnly" not in ncu.evidence(log)["skipped"]
+
+
 def test_the_tool_is_found_only_where_it_can_run(tmp_path):
     assert ncu.find_ncu("off") is None
     assert ncu.find_ncu(str(tmp_path / "nowhere" / "ncu")) is None
@@ -111,7 +124,7 @@ def test_the_ncu_pass_runs_the_worker_under_the_tool_in_the_sandbox(tmp_path, bu
     tool = tool_dir / "ncu"
     tool.write_text(STAND_IN.format(python=sys.executable, text=ncu_log({"relu_kernel": RELU_KERNEL})))
     tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
-    options = EvalOptions(device="cpu", timing=False, sandbox=sandbox, cache_dir=build_cache)
+    options = EvalOptions(device="cpu", timing=False, sandbox=sandbox_here(sandbox), cache_dir=build_cache)
     source = candidate("relu_cpp.py")
     with Evaluator(relu_problem, options) as evaluator:
         verdict = evaluator.evaluate(source)

@@ -215,6 +215,41 @@ def test_template_sets_load_by_name_by_path_and_as_overrides(tmp_path, monkeypat
     assert load_templates(Path("kevin-tui")).version == kevin.version
 
 
+def test_an_override_file_no_template_reads_is_an_error_that_lists_the_templates(tmp_path):
+    (tmp_path / "feedbak.md").write_text("Typo.\n")
+    (tmp_path / ".editorconfig").write_text("")  # hidden files are not templates, nor mistakes
+    with pytest.raises(TemplateError, match=r"feedbak\.md is no template's file.*feedback\.md") as caught:
+        load_templates(tmp_path)
+    assert all(f"{name}.md" in str(caught.value) for name in NAMES)
+
+
+def test_prompts_export_writes_the_templates_which_a_project_then_uses(tmp_path, monkeypatch):
+    from kevin_tui.arguments import build_parser, run_config
+    from kevin_tui.cli import main
+    from kevin_tui.config import Settings
+    from kevin_tui.protocol.templates import project_prompts
+
+    monkeypatch.chdir(tmp_path)
+    assert project_prompts() is None and run_config(build_parser().parse_args(["optimize", "p.py"]),
+                                                    Settings()).problem.prompts is None  # fmt: skip
+    with pytest.raises(SystemExit) as done:
+        main(["prompts", "export"])
+    assert done.value.code == 0
+    exported = tmp_path / "prompts"
+    assert sorted(p.name for p in exported.iterdir()) == sorted(f"{n}.md" for n in NAMES)
+    assert load_templates(exported).texts == load_templates().texts  # the shipped text, comments and all
+    (exported / "note.md").write_text("Mine: ${note}\n")
+    with pytest.raises(SystemExit):
+        main(["prompts", "export"])  # again: the edited file is kept
+    assert (exported / "note.md").read_text() == "Mine: ${note}\n"
+    config = run_config(build_parser().parse_args(["optimize", "p.py"]), Settings())
+    assert config.problem.prompts == exported.resolve()  # picked up without --prompts
+    templates = load_templates(config.problem.prompts)
+    assert templates.texts["note"] == "Mine: ${note}\n" and templates.source == f"{exported.resolve()} (over kevin)"
+    named = run_config(build_parser().parse_args(["optimize", "p.py", "--prompts", "kevin-tui"]), Settings())
+    assert load_templates(named.problem.prompts).source == "kevin-tui"  # --prompts wins
+
+
 @pytest.mark.parametrize("template_set", SETS)
 def test_each_shipped_set_has_every_template(template_set):
     shipped = resources.files("kevin_tui.prompts") / template_set

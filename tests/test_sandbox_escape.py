@@ -17,7 +17,7 @@ import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.problem import load_problem
-from tests.conftest import CANDIDATES, PROBLEMS, RELU, gone_within
+from tests.conftest import CANDIDATES, PROBLEMS, RELU, gone_within, sandbox_here
 
 ESCAPES = CANDIDATES / "escape"
 SECRET = "kevin-planted-secret"
@@ -61,7 +61,8 @@ def planted(request, tmp_path_factory, build_cache):
     project = tmp_path_factory.mktemp("project")
     shutil.copy(RELU, project / "relu.py")
     (project / "planted.txt").write_text("untouched")
-    options = EvalOptions(device="cpu", timing=False, timeout_s=60, sandbox=request.param, memory_limit=2 << 30,
+    sandbox = sandbox_here(request.param)
+    options = EvalOptions(device="cpu", timing=False, timeout_s=60, sandbox=sandbox, memory_limit=2 << 30,
                           cache_dir=build_cache)  # fmt: skip
     listener = Listener()
     with Evaluator(load_problem(project / "relu.py"), options) as evaluator:
@@ -106,13 +107,13 @@ def test_the_evaluator_still_works_after_every_attack(planted):
 
 def test_the_reference_worker_is_sandboxed_too(planted):
     evaluator, _, _ = planted
-    with Evaluator(load_problem(PROBLEMS / "nosy_reference.py"), evaluator.options) as nosy:
+    with Evaluator(load_problem(PROBLEMS / "nosy_reference.py"), evaluator.options, prespawn=False) as nosy:
         assert nosy.reference_ready()["device"] == "cpu"  # it would raise if it saw the secrets
 
 
 def test_without_a_sandbox_every_verdict_says_so(build_cache):
     options = EvalOptions(device="cpu", timing=False, sandbox="off", cache_dir=build_cache)
-    with Evaluator(load_problem(RELU), options) as evaluator:
+    with Evaluator(load_problem(RELU), options, prespawn=False) as evaluator:
         verdict = evaluator.evaluate((CANDIDATES / "relu_torch.py").read_text())
         assert evaluator.environment["sandbox"] == "off (--sandbox off)"
     assert verdict.sandbox == "off (--sandbox off)"

@@ -1,4 +1,5 @@
-"""The real Textual app driven by Pilot: scripted replies, real evaluation on the CPU, a real git repo."""
+"""The real Textual app driven by Pilot: scripted replies, a real git repo, candidates judged in process
+(tests/fake_judge.py) except in the tests marked as end to end, which evaluate for real on the CPU."""
 
 from __future__ import annotations
 
@@ -13,10 +14,13 @@ import pytest
 
 from kevin_tui.arguments import build_parser, run_config
 from kevin_tui.config import Settings
+from kevin_tui.evaluator import Evaluator
+from kevin_tui.judge import JudgeFactory
 from kevin_tui.session import load_session
 from kevin_tui.session.events import AcceptEvent, AttemptEvent, EditEvent, PromptEvent, ReplyEvent
 from kevin_tui.tui.app import KevinApp
 from tests.conftest import RELU, candidate
+from tests.fake_judge import InProcessJudge
 
 SIZE = (100, 32)
 
@@ -35,14 +39,14 @@ def make_app(tmp_path, build_cache, monkeypatch):
     monkeypatch.delenv("VISUAL", raising=False)
 
     def make(*replies: dict, rate: float = 0.0, problem: Path = RELU, flags: tuple[str, ...] = ("--inline-editor",),
-             ) -> KevinApp:  # fmt: skip
+             judge: JudgeFactory = InProcessJudge) -> KevinApp:  # fmt: skip
         script = tmp_path / "script.json"
         script.write_text(json.dumps(list(replies)))
         args = build_parser().parse_args([
             "optimize", str(problem), "--device", "cpu", "--no-timing", "--backend", "scripted", "--script",
             str(script), "--script-rate", str(rate), "--sessions-dir", str(tmp_path / "sessions"), *flags,
         ])  # fmt: skip
-        return KevinApp(config=run_config(args, Settings()))
+        return KevinApp(config=run_config(args, Settings()), judge=judge)
 
     return make
 
@@ -250,7 +254,7 @@ def test_outside_a_repository_the_whole_git_init_question_is_shown(make_app, pro
 def test_a_broken_problem_is_shown_in_the_app_not_as_a_traceback(make_app):
     from tests.conftest import PROBLEMS
 
-    app = make_app(reply("relu_torch.py"), problem=PROBLEMS / "reference_raises.py")
+    app = make_app(reply("relu_torch.py"), problem=PROBLEMS / "reference_raises.py", judge=Evaluator)  # end to end
 
     async def run():
         async with app.run_test(size=SIZE) as pilot:
@@ -263,7 +267,7 @@ def test_a_broken_problem_is_shown_in_the_app_not_as_a_traceback(make_app):
 
 
 def test_the_evaluation_shows_its_phase_and_elapsed_seconds(make_app):
-    app = make_app(reply("relu_torch.py"))
+    app = make_app(reply("relu_torch.py"), judge=Evaluator)  # end to end: the real evaluator's phases
     seen: set[str] = set()
 
     async def run():
@@ -394,7 +398,7 @@ def test_a_resumed_session_shows_its_turns_and_waits_for_the_user(make_app, tmp_
     args = build_parser().parse_args(["optimize", "--resume", "last", "--device", "cpu", "--no-timing", "--backend",
                                       "scripted", "--script", str(tmp_path / "script.json"), "--sessions-dir",
                                       str(tmp_path / "sessions")])  # fmt: skip
-    resumed = KevinApp(config=run_config(args, Settings()))
+    resumed = KevinApp(config=run_config(args, Settings()), judge=InProcessJudge)
 
     async def second():
         async with resumed.run_test(size=SIZE) as pilot:

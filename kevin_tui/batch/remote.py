@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import kevin_tui
+from kevin_tui.devices import resolve_device
 from kevin_tui.errors import EXIT_USAGE, KevinError
 from kevin_tui.evaluator import EnvironmentProblem, EvalOptions, Evaluator, Verdict
 from kevin_tui.evaluator.host.evaluator import default_cache_dir
@@ -152,15 +153,13 @@ def ray_judge(address: str) -> tuple[JudgeFactory, Callable[[], None]]:
     gpus = ray.cluster_resources().get("GPU", 0)
 
     def factory(problem: Problem, options: EvalOptions, on_progress: ProgressFn | None) -> RayJudge:
-        device = options.device
-        if device == "auto":
-            device = "cuda" if gpus else "cpu"
-        if device.startswith("cuda"):  # on the node, the one GPU Ray gave the task is cuda:0
-            needs, device = {"num_gpus": 1}, "cuda"
-        else:
-            needs = {"num_cpus": 1}
+        device = resolve_device(options.device, lambda: bool(gpus))  # the cluster's GPUs, not this machine's
         # max_calls=0: the worker lives on after a GPU task (Ray's default ends it), keeping its evaluators
-        tasks = (ray.remote(max_calls=0, **needs)(_reference_task), ray.remote(max_calls=0, **needs)(_evaluate_task))
+        if device.startswith("cuda"):  # on the node, the one GPU Ray gave the task is cuda:0
+            remote, device = ray.remote(max_calls=0, num_gpus=1), "cuda"
+        else:
+            remote = ray.remote(max_calls=0, num_cpus=1)
+        tasks = (remote(_reference_task), remote(_evaluate_task))
         return RayJudge(problem, replace(options, device=device), tasks)
 
     return factory, ray.shutdown if address == "local" else (lambda: None)

@@ -28,9 +28,10 @@ from typing import Any
 from kevin_tui.batch.manifest import Manifest, ProblemEntry, RunDirectoryError, source_sha256
 from kevin_tui.batch.progress import Progress
 from kevin_tui.batch.results import load_run
-from kevin_tui.batch.scheduling import Lanes, resolve_device
+from kevin_tui.batch.scheduling import Lanes
 from kevin_tui.config import BatchConfig, ProblemConfig, RunConfig
 from kevin_tui.device_gate import Gate
+from kevin_tui.devices import resolve_device
 from kevin_tui.driver import Driver, Report
 from kevin_tui.errors import KevinError
 from kevin_tui.evaluator import EnvironmentProblem, Evaluator

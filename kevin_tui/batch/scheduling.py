@@ -22,14 +22,6 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from kevin_tui.device_gate import DeviceGate, QuietForJudging
-from kevin_tui.models.factory import has_gpu
-
-
-def resolve_device(device: str) -> str:
-    """'auto' and 'cuda' as the evaluator reads them: the first GPU where there is one, else the CPU."""
-    if device == "auto":
-        return "cuda:0" if has_gpu() else "cpu"
-    return "cuda:0" if device == "cuda" else device
 
 
 class Lanes:

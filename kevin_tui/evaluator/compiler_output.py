@@ -71,7 +71,7 @@ class SourceMap:
     def candidate_line(self, file_name: str, line: int) -> int | None:
         generated = self.files.get(file_name)
         where = generated.locate(line) if generated else None
-        if where is None:
+        if generated is None or where is None:
             return None
         index, line_in_source = where
         start = self.constants.get(generated.sources[index])

@@ -107,6 +107,7 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
             "total_ms": _number,
         },
         "ncu_done": {},
+        "sanitized": {},
         "ops": {"op_counts": lambda v: _mapping(v) and all(_string(k) and _integer(n) for k, n in v.items())},
         "pool_ready": {},
         "round_done": {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kevin_tui.evaluator.compiler_output import format_error
 from kevin_tui.evaluator.host.ncu import evidence_lines as ncu_lines
+from kevin_tui.evaluator.host.sanitizer import summary as sanitizer_summary
 from kevin_tui.evaluator.host.speed_of_light import describe as describe_bound
 from kevin_tui.evaluator.verdict import Status, Verdict
 
@@ -32,6 +33,8 @@ def evidence_lines(evidence: dict) -> list[str]:
         lines.append(f"  other sizes: {tried}")
     if ncu := evidence.get("ncu"):
         lines += [f"  ncu: {line}" for line in ncu_lines(ncu)]
+    if sanitized := evidence.get("sanitizer"):
+        lines.append(f"  {sanitizer_summary(sanitized)}")
     return lines
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kevin_tui.models import factory
+from kevin_tui import devices
 from kevin_tui.models.base import DEFAULT_MODEL, Backend
 from kevin_tui.models.factory import NO_MODEL, BackendConfig
 from kevin_tui.models.registry import BackendKind, Capabilities, Option, register
@@ -127,7 +127,7 @@ def vllm_refuses(config: BackendConfig) -> str | None:
     return None
 
 
-VLLM = register(
+VLLM: BackendKind = register(
     BackendKind(
         name="vllm",
         summary="a vllm serve that kevin-tui runs on this machine's GPUs (pip install 'kevin-tui[vllm]')",
@@ -135,7 +135,7 @@ VLLM = register(
         open=open_vllm,
         options=VllmOptions,
         flags=VLLM_FLAGS,
-        chosen_by_auto=lambda config: factory.has_gpu(),
+        chosen_by_auto=lambda config: devices.has_gpu(),
         refuses=vllm_refuses,
         devices=lambda config: {f"cuda:{i}" for i in range(config.options_for(VLLM).tensor_parallel_size)},
     )
@@ -157,8 +157,8 @@ register(
         summary="the model in-process with transformers (--model DIR: a small local model works on the CPU)",
         capabilities=Capabilities(local_gpu=True),
         open=open_transformers,
-        refuses=lambda config: NO_MODEL if config.model == DEFAULT_MODEL and not factory.has_gpu() else None,
-        devices=lambda config: {"cuda:0" if factory.has_gpu() else "cpu"},
+        refuses=lambda config: NO_MODEL if config.model == DEFAULT_MODEL and not devices.has_gpu() else None,
+        devices=lambda config: {devices.resolve_device("auto")},
     )
 )
 
@@ -187,7 +187,7 @@ async def open_scripted(config: BackendConfig, progress: ProgressFn | None) -> A
         yield backend
 
 
-SCRIPTED = register(
+SCRIPTED: BackendKind = register(
     BackendKind(
         name="scripted",
         summary="recorded replies (--script FILE): the demo, tests and benches",

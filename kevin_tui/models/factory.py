@@ -39,10 +39,6 @@ class NoModel(BackendError):
     exit_code = EXIT_USAGE
 
 
-def has_gpu() -> bool:
-    return Path("/dev/nvidia0").exists()
-
-
 def backend_names() -> list[str]:
     return ["auto", *(kind.name for kind in kinds())]
 

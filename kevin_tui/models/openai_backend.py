@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from kevin_tui.models.base import BackendError, Delta, Sampling, StreamEnd
+from kevin_tui.models.base import BackendError, Delta, Sampling, StreamEnd, TokenCounting
 from kevin_tui.models.http import post_json
 from kevin_tui.models.think import ThinkSplitter
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 API_KEY_VARIABLES = ("KEVIN_TUI_API_KEY", "OPENAI_API_KEY")
 
@@ -37,7 +40,7 @@ def _reasoning_of(delta: Any) -> str | None:
 
 class OpenAIBackend:
     name = "openai"
-    token_counting = "server"  # vLLM's /tokenize; a server without it falls back to the estimate
+    token_counting: TokenCounting = "server"  # vLLM's /tokenize; a server without it falls back to the estimate
 
     def __init__(self, server: str, model: str, starts_in_reasoning: bool = True, timeout_s: float = 600.0) -> None:
         try:
@@ -67,7 +70,7 @@ class OpenAIBackend:
         try:
             stream = await self.client.chat.completions.create(
                 model=self.model,
-                messages=messages,
+                messages=cast("list[ChatCompletionMessageParam]", messages),  # role and content, as the API has them
                 temperature=sampling.temperature,
                 top_p=sampling.top_p,
                 max_tokens=sampling.max_tokens,

@@ -20,14 +20,14 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from kevin_tui.models.base import BackendError, Delta, Sampling, StreamEnd
+from kevin_tui.models.base import BackendError, Delta, Sampling, StreamEnd, TokenCounting
 
 CHUNK_CHARS = 12
 
 
 class ScriptedBackend:
     name = "scripted"
-    token_counting = "none"
+    token_counting: TokenCounting = "none"
 
     def __init__(self, script: Path, rate: float = 0.0, delay: float = 0.0) -> None:
         try:

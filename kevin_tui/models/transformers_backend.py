@@ -12,13 +12,14 @@ import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
-from kevin_tui.models.base import BackendError, Delta, Sampling, StreamEnd
+from kevin_tui.devices import resolve_device
+from kevin_tui.models.base import BackendError, Delta, Sampling, StreamEnd, TokenCounting
 from kevin_tui.models.think import ThinkSplitter
 
 
 class TransformersBackend:
     name = "transformers"
-    token_counting = "model"
+    token_counting: TokenCounting = "model"
 
     def __init__(self, model: str, device: str = "auto", starts_in_reasoning: bool = True) -> None:
         try:
@@ -34,19 +35,21 @@ class TransformersBackend:
             self.lm = AutoModelForCausalLM.from_pretrained(model, dtype=dtype)
         except (OSError, ValueError) as exc:
             raise BackendError(f"cannot load model {model!r}: {exc}") from None
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.device = device
-        self.lm.to(device).eval()
+        self.device = device = resolve_device(device, torch.cuda.is_available)
+        self.lm.to(device).eval()  # type: ignore[arg-type]  # transformers types .to through functools.wraps
 
     def _prompt_ids(self, messages: list[dict[str, str]]) -> Any:
+        from transformers import BatchEncoding
+
         if getattr(self.tokenizer, "chat_template", None):
-            ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt")
-            if not hasattr(ids, "shape"):  # newer transformers may return a BatchEncoding
-                ids = ids["input_ids"]
+            encoded = self.tokenizer.apply_chat_template(
+                messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+            )
         else:
-            ids = self.tokenizer("\n\n".join(m["content"] for m in messages), return_tensors="pt").input_ids
-        return ids.to(self.device)
+            encoded = self.tokenizer("\n\n".join(m["content"] for m in messages), return_tensors="pt")
+        if not isinstance(encoded, BatchEncoding):
+            raise BackendError(f"the tokenizer of {self.model} gave {type(encoded).__name__}, not token ids")
+        return encoded["input_ids"].to(self.device)
 
     async def stream(self, messages: list[dict[str, str]], sampling: Sampling) -> AsyncIterator[Delta | StreamEnd]:
         import torch

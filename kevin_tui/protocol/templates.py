@@ -3,8 +3,11 @@
 `$`-placeholders rather than `{}` because the templates are full of C++ and Python braces.
 The shipped sets are directories of `kevin_tui/prompts/` (installed as `kevin_tui.prompts`): `kevin`,
 the text Kevin-32B was trained on and the default, and `kevin-tui`, kevin-tui's own wording. A spec
-names a set, or is a directory of overrides in which missing files fall back to the default set.
-A file may open with an HTML comment (`<!-- ... -->`): it documents the file and is never sent.
+names a set, or is a directory of overrides in which missing files fall back to the default set; a
+file there that is no template's is an error (a misspelt name would otherwise be ignored). A
+project's `./prompts/` is such a directory, used when no other is named; `kevin-tui prompts export`
+writes one to edit. A file may open with an HTML comment (`<!-- ... -->`): it documents the file and
+is never sent.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ INLINE = ("edited",)  # pasted into a line of another template, so their final n
 SETS = ("kevin", "kevin-tui")
 DEFAULT_SET = "kevin"
 HEADER = re.compile(r"\A<!--.*?-->\n?", re.S)
+FILES = tuple(f"{name}.md" for name in NAMES)
+PROJECT_DIR = "prompts"  # a project's own templates, beside where kevin-tui runs
 
 
 class TemplateError(KevinError):
@@ -37,6 +42,7 @@ class TemplateError(KevinError):
 @dataclass(frozen=True)
 class Templates:
     texts: dict[str, str]
+    source: str = DEFAULT_SET  # where they came from: a set's name, or "DIR (over SET)"
 
     def render(self, name: str, **values: object) -> str:
         return Template(self.texts[name]).safe_substitute({k: str(v) for k, v in values.items()})
@@ -61,6 +67,9 @@ def load_templates(spec: str | Path | None = None) -> Templates:
     name = DEFAULT_SET if spec is None or directory else str(spec)
     if name not in SETS:
         raise TemplateError(f"{spec}: neither a directory nor a template set ({', '.join(SETS)})")
+    if directory is not None and (unknown := unknown_files(directory)):
+        raise TemplateError(f"{directory}: {', '.join(unknown)} is no template's file; the templates are "
+                            f"{', '.join(FILES)}")  # fmt: skip
     shipped = resources.files("kevin_tui.prompts") / name
     texts: dict[str, str] = {}
     for template in NAMES:
@@ -68,4 +77,35 @@ def load_templates(spec: str | Path | None = None) -> Templates:
         raw = override.read_text() if override and override.exists() else (shipped / f"{template}.md").read_text()
         text = HEADER.sub("", raw, count=1)
         texts[template] = text.rstrip("\n") if template in INLINE else text
-    return Templates(texts)
+    return Templates(texts, f"{directory} (over {name})" if directory else name)
+
+
+def unknown_files(directory: Path) -> list[str]:
+    """Files in an override directory that no template reads (hidden files aside)."""
+    return sorted(p.name for p in directory.iterdir() if p.is_file() and not p.name.startswith(".")
+                  and p.name not in FILES)  # fmt: skip
+
+
+def project_prompts(cwd: Path | None = None) -> Path | None:
+    """The project's `./prompts/`, when there is one: used unless --prompts or the config names others."""
+    directory = (cwd or Path.cwd()) / PROJECT_DIR
+    return directory.resolve() if directory.is_dir() else None
+
+
+def export_templates(directory: Path, name: str = DEFAULT_SET) -> tuple[list[Path], list[Path]]:
+    """Write set `name`'s templates into `directory` to edit; files already there are kept, never
+    overwritten. Returns (written, kept)."""
+    if name not in SETS:
+        raise TemplateError(f"{name}: not a template set ({', '.join(SETS)})")
+    directory.mkdir(parents=True, exist_ok=True)
+    shipped = resources.files("kevin_tui.prompts") / name
+    written: list[Path] = []
+    kept: list[Path] = []
+    for file in FILES:
+        path = directory / file
+        if path.exists():
+            kept.append(path)
+        else:
+            path.write_text((shipped / file).read_text())
+            written.append(path)
+    return written, kept

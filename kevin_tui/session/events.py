@@ -34,6 +34,7 @@ class Header:
     backend: str
     sampling: dict[str, Any] = field(default_factory=dict)
     prompts_version: str = ""
+    prompts: str = ""  # where the templates came from: a set, or "DIR (over SET)"
     budget: int = 0
     candidates: int = 1
     trajectories: int = 1

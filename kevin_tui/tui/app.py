@@ -37,7 +37,9 @@ from kevin_tui.driver import (
     TurnStarted,
 )
 from kevin_tui.errors import KevinError
+from kevin_tui.evaluator import Evaluator
 from kevin_tui.evaluator.report import profile_digest
+from kevin_tui.judge import JudgeFactory
 from kevin_tui.session import CandidateRef, Session
 from kevin_tui.tui.evaluation_panel import EvaluationPanel
 from kevin_tui.tui.live_tail import LiveTail
@@ -81,9 +83,16 @@ class KevinApp(App):
         Binding("q", "quit", "Quit", id="quit"),
     ]
 
-    def __init__(self, config: RunConfig | None = None, session: Session | None = None, title: str = "") -> None:
+    def __init__(
+        self,
+        config: RunConfig | None = None,
+        session: Session | None = None,
+        title: str = "",
+        judge: JudgeFactory = Evaluator,
+    ) -> None:
         super().__init__()
         self.config = config or RunConfig()
+        self.judge = judge
         self.replay = session
         self.label = title
         self.driver: Driver | None = None
@@ -152,7 +161,7 @@ class KevinApp(App):
         trajectory's first turn (a resumed session waits for the user), and stay open until the
         app quits."""
         try:
-            async with Driver.open(self.config, self.post_report) as driver:
+            async with Driver.open(self.config, self.post_report, self.judge) as driver:
                 self.driver = driver
                 panel = self.query_one(EvaluationPanel)
                 panel.hints, panel.several = driver.build_hint, driver.trajectories > 1
@@ -399,7 +408,7 @@ class KevinApp(App):
         if outcome.ask is None:
             self.notify(outcome.message, severity="information" if outcome.ok else "error")
             if outcome.ok and (question := self.driver.apply_offer()):
-                self.push_screen(ConfirmScreen(question), lambda yes: self.apply_kernel() if yes else None)
+                self.push_screen(ConfirmScreen(question), self._apply_if_yes)
             return
         ask = outcome.ask
 
@@ -408,6 +417,10 @@ class KevinApp(App):
                 self.accept(ref, slower_ok or ask == "slower", git_init or ask == "git_init")
 
         self.push_screen(ConfirmScreen(outcome.text), answer)
+
+    def _apply_if_yes(self, yes: bool | None) -> None:
+        if yes:
+            self.apply_kernel()
 
     @work(group="git", exit_on_error=False)
     async def apply_kernel(self) -> None:

@@ -89,8 +89,8 @@ class ProfileScreen(Screen):
         for row in report.modules:
             modules.add_row("", *_justified(MODULE_COLUMNS, module_cells(row)), key=str(row.rank))
         operators = self.query_one("#operators", DataTable)
-        for row in report.operators:
-            operators.add_row(*_justified(OPERATOR_COLUMNS, operator_cells(row)))
+        for operator in report.operators:
+            operators.add_row(*_justified(OPERATOR_COLUMNS, operator_cells(operator)))
         modules.focus()
 
     def _under_cursor(self) -> ModuleRow | None:
@@ -110,7 +110,8 @@ class ProfileScreen(Screen):
         if self.report is None:
             self.notify("the profile is still running", severity="warning")
             return
-        rows = [r for r in self.report.modules if r.rank in self.picked] or [self._under_cursor()]
+        rows: list[ModuleRow | None] = [r for r in self.report.modules if r.rank in self.picked]
+        rows = rows or [self._under_cursor()]
         lines = extract([r for r in rows if r is not None], self.problems_dir)
         self.said += lines
         self.notify("\n".join(lines), timeout=15)

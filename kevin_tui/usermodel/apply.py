@@ -55,7 +55,7 @@ class Applied:
 
     def lines(self) -> list[str]:
         """What happened, for the terminal and the app."""
-        if self.passed is False:
+        if self.check is not None and not self.check["passed"]:
             return [*check_lines(self.check, self.model or ""), f"not installed: nothing was written to {self.helper}"]
         said = [f"helper {self.helper}: `from {_dotted(self.helper)} import install; model = install(model)` "
                 "(KEVIN_TUI_KERNELS=off turns it off)"]  # fmt: skip
@@ -109,13 +109,19 @@ def verdict(check: dict[str, Any]) -> str:
 
 def problem_of(kernel: Path, problem: Path | None = None) -> Problem:
     """The generated problem a kernel was made for: `x_kernel.py` is for `x.py` unless named."""
-    path = problem or kernel.with_name(kernel.name.removesuffix("_kernel.py") + ".py")
-    found = load_problem(path)
-    if found.origin is None:
-        raise UserModelProblem(f"{path} was not written by kevin-tui from a module of yours, so which class the "
-                               "kernel replaces is unknown (make the problem with `kevin-tui optimize FILE.py:Class` "
-                               "or `kevin-tui profile --extract`)")  # fmt: skip
+    found = load_problem(problem or kernel.with_name(kernel.name.removesuffix("_kernel.py") + ".py"))
+    origin_of(found)
     return found
+
+
+def origin_of(problem: Problem) -> dict[str, Any]:
+    """Where the problem came from; raises when kevin-tui did not write it from a module of yours."""
+    origin = problem.origin
+    if origin is None:
+        raise UserModelProblem(f"{problem.path} was not written by kevin-tui from a module of yours, so which class "
+                               "the kernel replaces is unknown (make the problem with `kevin-tui optimize "
+                               "FILE.py:Class` or `kevin-tui profile --extract`)")  # fmt: skip
+    return origin
 
 
 def helper_path(problem: Path) -> Path:
@@ -124,7 +130,7 @@ def helper_path(problem: Path) -> Path:
 
 def helper_text(kernel: Path, problem: Problem) -> str:
     """install_template.py with this kernel's settings."""
-    origin = problem.origin
+    origin = origin_of(problem)
     helper_dir = problem.path.parent
     source = problem.path.parent / origin["root"] / origin["class_file"]
     settings = {
@@ -144,7 +150,7 @@ def check_model(problem: Problem, given: ModelSpec | None) -> ModelSpec:
     """What --check runs: the model given, else the one the problem was profiled in, else its module alone."""
     if given is not None:
         return given
-    origin = problem.origin
+    origin = origin_of(problem)
     recorded = origin.get("model") or {
         "target": origin["target"],
         "init": ",".join(f"{k}={v}" for k, v in origin["init"].items()),
@@ -216,7 +222,8 @@ def _put_back(helper: Path, before: str | None) -> None:
 
 def commit_message(applied: Applied, problem: Problem, kernel: Path, with_files: list[str], helper: str) -> str:
     """Says what was installed where, and how fast end to end; never calls it faster when it is not."""
-    name = problem.origin["class"]
+    origin = origin_of(problem)
+    name = origin["class"]
     check = applied.check
     alone = KERNEL_SPEEDUP.search(kernel.read_text())
     if check is None:
@@ -227,7 +234,7 @@ def commit_message(applied: Applied, problem: Problem, kernel: Path, with_files:
         summary = f"feat({name}): Kevin kernel installed, {check['speedup']:.2f}x end to end (slower)"
     else:
         summary = f"feat({name}): Kevin kernel installed, no measurable difference end to end"
-    what = (f"kevin-tui apply: {helper} swaps each {name} ({problem.origin['class_file']}) for ModelNew from "
+    what = (f"kevin-tui apply: {helper} swaps each {name} ({origin['class_file']}) for ModelNew from "
             f"{kernel.name}, carrying its state dict; KEVIN_TUI_KERNELS=off turns it off.")  # fmt: skip
     body = check_lines(check, applied.model or "") if check else ["Not checked: run kevin-tui apply --check"]
     if alone:

@@ -46,8 +46,8 @@ def is_users(obj: Any, roots: list[Path]) -> bool:
     return any(path.is_relative_to(root) for root in roots) and not path.is_relative_to(Path(__file__).parents[1])
 
 
-def _subclasses(cls: type) -> list[type]:
-    found = []
+def _subclasses(cls: type[nn.Module]) -> list[type[nn.Module]]:
+    found: list[type[nn.Module]] = []
     for sub in cls.__subclasses__():
         found += [sub, *_subclasses(sub)]
     return found
@@ -64,13 +64,13 @@ class InitRecorder:
             self._wrap(cls)
         recorder = self
 
-        def init_subclass(cls: type, **kwargs: Any) -> None:  # classes your factory imports later
+        def init_subclass(cls: type[nn.Module], **kwargs: Any) -> None:  # classes your factory imports later
             super(nn.Module, cls).__init_subclass__(**kwargs)
             recorder._wrap(cls)
 
-        nn.Module.__init_subclass__ = classmethod(init_subclass)
+        nn.Module.__init_subclass__ = classmethod(init_subclass)  # type: ignore[method-assign,assignment]  # on purpose
 
-    def _wrap(self, cls: type) -> None:
+    def _wrap(self, cls: type[nn.Module]) -> None:
         if not is_users(cls, self.roots):
             return
         original = cls.__init__
@@ -89,7 +89,7 @@ class InitRecorder:
             if outermost:
                 self.calls[module] = (args, kwargs)
 
-        cls.__init__ = __init__
+        cls.__init__ = __init__  # type: ignore[method-assign,assignment]  # the recording wrapper, on purpose
 
 
 class InputRecorder:
@@ -178,8 +178,9 @@ def _name(obj: Any, roots: list[Path], needs: list[tuple[Path, str]]) -> str:
     qualname = obj.__qualname__
     if "." in qualname:
         raise NotWritable(f"{qualname} is not defined at the top level of a module")
-    if is_users(obj, roots):
-        needs.append((source_file(obj), qualname))
+    path = source_file(obj)
+    if path is not None and is_users(obj, roots):
+        needs.append((path, qualname))
         return qualname
     if obj.__module__.split(".")[0] == "torch":
         return f"{obj.__module__}.{qualname}"

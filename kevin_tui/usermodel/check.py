@@ -12,7 +12,6 @@ the model (extra copies, layouts, launches), and this is the figure that says so
 from __future__ import annotations
 
 import copy
-import importlib.util
 import random
 import statistics
 import time
@@ -23,6 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from kevin_tui.evaluator.worker.common import import_file
 from kevin_tui.evaluator.worker.judge import tolerance_for
 from kevin_tui.usermodel.loader import UserModelError, run_forward, where
 from kevin_tui.usermodel.profiling import synchronize
@@ -31,10 +31,7 @@ ROUND_S = 0.05
 
 
 def import_helper(path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location(f"kevin_apply_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_file(path, f"kevin_apply_{path.stem}")
 
 
 def install(helper: Any, model: nn.Module) -> tuple[nn.Module, list[str], list[str]]:

@@ -9,8 +9,6 @@ kinds. A problem that does not is never written.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from kevin_tui.evaluator.worker.common import import_file
 from kevin_tui.usermodel.bundle import relative_path
 from kevin_tui.usermodel.capture import Call, NotWritable, in_order, is_users, source_file, spec_of, write
 from kevin_tui.usermodel.loader import UserModelError, check_steady, forward_parameters, same_output, where
@@ -30,13 +29,13 @@ def problem_spec(
 ) -> ProblemSpec:
     """What the problem is made of; raises NotWritable when a part cannot be written as Python."""
     cls = type(module)
-    if not is_users(cls, roots):
+    class_file = source_file(cls)
+    if class_file is None or not is_users(cls, roots):
         raise NotWritable(f"{cls.__module__}.{cls.__qualname__} is not a class of your code")
     if init is None:
         raise NotWritable(f"how {cls.__name__} was built is unknown (it was built before kevin-tui could see it)")
     needs: list[tuple[Path, str]] = []
     arguments = [(name, write(value, roots, needs)) for name, value in in_order(cls, init, cls.__name__)]
-    class_file = source_file(cls)
     return ProblemSpec(
         target=target or f"{relative_path(class_file, root)}:{cls.__qualname__}",
         class_file=class_file,
@@ -86,15 +85,10 @@ def write_and_check(
 
 
 def _import(path: Path) -> Any:
-    name = f"kevin_problem_{abs(hash(path))}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        return import_file(path, f"kevin_problem_{abs(hash(path))}")
     except Exception as exc:
         raise UserModelError(f"the problem written for {path.stem} does not import: {where(exc)}") from None
-    return module
 
 
 def _device_of(module: nn.Module, args: list[Any]) -> torch.device:

@@ -71,9 +71,10 @@ def is_original(cls: type) -> bool:
     if cls.__qualname__ != CLASS:
         return False
     try:
-        return Path(inspect.getsourcefile(cls)).resolve() == (HERE / SOURCE).resolve()
-    except TypeError:
+        source = inspect.getsourcefile(cls)
+    except TypeError:  # a built-in class
         return False
+    return source is not None and Path(source).resolve() == (HERE / SOURCE).resolve()
 
 
 def built_for_kernel(cls: type) -> nn.Module:
@@ -123,6 +124,8 @@ def loaded(name: str) -> ModuleType:
     torch's cache)."""
     path = HERE / name
     spec = importlib.util.spec_from_file_location(f"kevin_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} cannot be imported: not a Python source file")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -141,7 +141,7 @@ def ordered_inputs(module: nn.Module, specs: list[InputSpec]) -> list[InputSpec]
             raise UserModelError(f"{len(specs)} input(s) do not fit {name}.forward{signature}")
         names = [p.name for p in positional] + [f"{rest}{i}" for i in range(len(specs) - len(positional))]
         return [replace(s, name=n) for s, n in zip(specs, names, strict=False)]
-    by_name = {s.name: s for s in specs}
+    by_name = {s.name: s for s in specs if s.name is not None}  # all are named (parse_inputs: all or none)
     ordered: list[InputSpec] = []
     for parameter in parameters:
         if parameter.name in by_name:

@@ -117,7 +117,7 @@ def extract(rows: list[ModuleRow], directory: Path = DEFAULT_PROBLEMS_DIR) -> li
     """Write each row's problem; one line per row saying what was done (or why it cannot be)."""
     lines = []
     for row in rows:
-        if row.problem is None:
+        if row.problem is None or row.file_name is None:
             lines.append(f"{row.rank} {row.name}: no problem: {row.why_not}")
             continue
         path, done = write_problem(directory, row.file_name, row.problem)

@@ -68,7 +68,9 @@ def parse_target(text: str) -> Target:
 
 def split_top_level(text: str, separators: str) -> list[str]:
     """`text` split at separators outside brackets and quotes."""
-    parts, depth, quote, current = [], 0, "", []
+    parts: list[str] = []
+    current: list[str] = []
+    depth, quote = 0, ""
     for char in text:
         if quote:
             quote = "" if char == quote else quote
@@ -218,9 +220,8 @@ def parse_input(text: str) -> InputSpec:
         raise SpecError(f"bad input {spec!r}: the shape must be whole numbers, e.g. [8,128]") from None
     if any(s < 0 for s in shape):
         raise SpecError(f"bad input {spec!r}: negative size in the shape")
-    if match["dist"]:
-        distribution = parse_distribution(match["dist"], dtype, spec)
-    elif (distribution := default_distribution(dtype)) is None:
+    distribution = parse_distribution(match["dist"], dtype, spec) if match["dist"] else default_distribution(dtype)
+    if distribution is None:
         raise SpecError(f"bad input {spec!r}: an {dtype} input needs a range, e.g. {spec}~randint(0,32000)")
     return TensorSpec(match["name"], dtype, shape, distribution)
 

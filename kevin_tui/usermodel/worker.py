@@ -131,6 +131,7 @@ def _module_rows(
     calls, roots, root = int(request.get("calls", 5)), loaded.roots, Path(request["root"])
     groups: dict[tuple, list[nn.Module]] = defaultdict(list)
     made: dict[tuple, tuple[Any, Any]] = {}
+    key: tuple  # (its problem's parts) or (its class, why it cannot be written)
     for module in loaded.module.modules():
         call = inputs.calls.get(id(module))
         if call is None:
@@ -145,11 +146,11 @@ def _module_rows(
             made.setdefault(key, (None, str(exc)))
         groups[key].append(module)
     model = {k: request[k] for k in ("target", "init", "inputs", "mode") if request.get(k)}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for key, modules in groups.items():
         spec, values = made[key]
         measured = [t for m in modules for t in times.get(paths[id(m)], [])]
-        row = {
+        row: dict[str, Any] = {
             "class": type(modules[0]).__qualname__,
             "paths": [paths[id(m)] for m in modules],
             "calls": len(measured) / calls,

@@ -464,8 +464,7 @@ class CandidateRun:
         return self.speed_verdict(results, device, leftover_cpu, seed)
 
     def reference_round(self, side: str, number: int, calls: int) -> Round:
-        worker = self.evaluator.reference
-        sent = worker.send({"cmd": "round", "side": side, "round": number, "calls": calls})
+        sent = self.evaluator.tell_reference({"cmd": "round", "side": side, "round": number, "calls": calls})
         arrived = self.evaluator.await_reference("round_done")
         return _round(arrived.event, sent, arrived.at, number, calls, "reference")
 
@@ -477,7 +476,7 @@ class CandidateRun:
     def judge_timed_call(self, number: int, calls: int, rng: random.Random, results: dict[str, Side]) -> None:
         """One call of this round, picked after it ran, judged for both sides' cost and the candidate's answer."""
         call = rng.randrange(calls)
-        sent = self.evaluator.reference.send({"cmd": "output", "side": "eager", "round": number, "call": call})
+        sent = self.evaluator.tell_reference({"cmd": "output", "side": "eager", "round": number, "call": call})
         arrived = self.evaluator.await_reference("output_written")
         results["eager"].rounds[-1].output_ms = (arrived.at - sent) * 1e3
         sent = self.worker.send({"cmd": "output", "round": number, "call": call})

@@ -13,7 +13,7 @@ import os
 import secrets
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +23,8 @@ from kevin_tui.evaluator.host.builds import BuildBroker
 from kevin_tui.evaluator.host.candidate_run import CandidateRun, Decided, ReferenceLost
 from kevin_tui.evaluator.host.ncu import find_ncu, ncu_pass
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, SandboxUnavailable, choose, worker_env
+from kevin_tui.evaluator.host.sanitizer import apply as apply_sanitizer
+from kevin_tui.evaluator.host.sanitizer import find_sanitizer, sanitize_pass, tools_for
 from kevin_tui.evaluator.host.scratch import WorkerFiles, make_scratch
 from kevin_tui.evaluator.host.speed_of_light import Bound, Peaks, cached_cpu_peaks, cpu_key, gpu_peaks, store_cpu_peaks
 from kevin_tui.evaluator.host.static_checks import run_static_checks, uses_triton
@@ -44,7 +46,7 @@ def default_cache_dir() -> Path:
     return Path(base) / "kevin-tui"
 
 
-@dataclass
+@dataclass(frozen=True)  # built once, at the command line's edge (kevin_tui.arguments)
 class EvalOptions:
     device: str = "auto"
     trials: int = 5
@@ -63,6 +65,9 @@ class EvalOptions:
     profile: bool = False  # a torch.profiler digest of one call, and custom-kernel coverage
     ncu: str = "off"  # with profile, on CUDA: an Nsight Compute digest ("auto", "off" or ncu's path)
     shapes: str = "off"  # other input sizes: "off", "warn" or "strict"
+    # compute-sanitizer on CUDA: "off", "accept" (every tool, when a kernel is accepted) or a comma list of
+    # tools run after every correct verdict (host/sanitizer.py)
+    sanitize: str = "off"
     sandbox: str = "auto"
     memory_limit: int | None = None  # bytes per worker; None: half the machine's memory
     peaks: dict[str, dict] | None = None  # device name -> {bandwidth_gbs, fp32_tflops, tensor_tflops}
@@ -198,8 +203,10 @@ class Evaluator:
         scratch = self.scratch / "reference"
         outbox = scratch / "outbox"
         outbox.mkdir(parents=True, exist_ok=True)
-        binds = [Bind(str(self.problem.path.resolve().parent)), Bind(str(self.inbox))]
-        worker = WorkerProcess("reference", scratch, self.env, self.sandbox, binds, self.limits)
+        compiled = self.compile_cache()
+        binds = [Bind(str(self.problem.path.resolve().parent)), Bind(str(self.inbox)), Bind(str(compiled), True)]
+        env = {**self.env, "TORCHINDUCTOR_CACHE_DIR": str(compiled), "TRITON_CACHE_DIR": str(compiled / "triton")}
+        worker = WorkerProcess("reference", scratch, env, self.sandbox, binds, self.limits)
         self.outbox_files = WorkerFiles(outbox)
         worker.send({
             "problem_path": str(self.problem.path.resolve()), "device": self.options.device, "cmd": "init",
@@ -219,6 +226,15 @@ class Evaluator:
             raise ProblemError(event["message"])
         self.reference, self._ready = worker, event
         return event
+
+    def compile_cache(self) -> Path:
+        """torch.compile's caches (inductor, Triton), shared by every reference worker on this machine so
+        that the compile baseline is compiled once per problem, not once per evaluator. Only reference
+        workers, which run no candidate code, may write there; candidate workers do not see it (theirs
+        stays private in their sandbox's /tmp), so no candidate can plant code the baseline then runs."""
+        path = self.options.cache_dir / "compiled"
+        (path / "triton").mkdir(parents=True, exist_ok=True)
+        return path
 
     def _drop_reference(self) -> None:
         if self.reference is not None:
@@ -242,9 +258,13 @@ class Evaluator:
 
     def ask_reference(self, command: dict[str, Any], expect: str) -> dict[str, Any]:
         self.reference_ready()
-        assert self.reference is not None
-        self.reference.send(command)
+        self.tell_reference(command)
         return self.await_reference(expect).event
+
+    def tell_reference(self, command: dict[str, Any]) -> float:
+        """Send the running reference a command; when it was sent (perf_counter)."""
+        assert self.reference is not None, "the reference is started before anything is asked of it"
+        return self.reference.send(command)
 
     # -- candidates ---------------------------------------------------------------------
 
@@ -278,13 +298,19 @@ class Evaluator:
         return verdict
 
     def spawn_candidate_worker(
-        self, scratch: Path | None = None, prefix: Sequence[str] = (), extra_binds: Sequence[Bind] = ()
+        self,
+        scratch: Path | None = None,
+        prefix: Sequence[str] = (),
+        extra_binds: Sequence[Bind] = (),
+        extra_env: Mapping[str, str] | None = None,
     ) -> tuple[WorkerProcess, Path]:
         """A candidate worker that sees the problem file and the build cache (read-only) and its scratch;
-        `prefix` and `extra_binds`: a tool it runs under (Nsight Compute) and that tool's files."""
+        `prefix`, `extra_binds` and `extra_env`: a tool it runs under (Nsight Compute, compute-sanitizer),
+        that tool's files and what the tool needs set."""
         scratch = scratch or self.scratch / f"candidate-{next(self.counter)}"
         binds = [Bind(str(self.problem.path.resolve())), Bind(str(self.broker.root)), *extra_binds]
-        return WorkerProcess("candidate", scratch, self.env, self.sandbox, binds, self.limits, prefix), scratch
+        env = {**self.env, **(extra_env or {})}
+        return WorkerProcess("candidate", scratch, env, self.sandbox, binds, self.limits, prefix), scratch
 
     def _take_candidate_worker(self) -> tuple[WorkerProcess, Path]:
         """The spare worker (torch already imported) if it is alive, else a new one."""
@@ -304,6 +330,8 @@ class Evaluator:
             verdict = run.drive()
             worker.kill()  # before the Nsight Compute pass, which runs the candidate again in a worker of its own
             self._nsight(verdict, run.files, source)
+            if verdict.status is Status.CORRECT and (tools := tools_for(self.options.sanitize, at_accept=False)):
+                apply_sanitizer(verdict, self.sanitize(source, tools))
             return verdict
         finally:
             worker.kill()
@@ -328,6 +356,24 @@ class Evaluator:
             return
         verdict.evidence["ncu"] = ncu_pass(self, tool, inputs, source)
         verdict.phases_s["ncu"] = round(time.perf_counter() - started, 3)
+
+    def sanitize(self, source: str, tools: Sequence[str]) -> dict[str, Any]:
+        """One forward call of `source` under each compute-sanitizer tool, on fresh inputs from the reference
+        (host/sanitizer.py): `{"tools": {tool: {"findings": [...]}}}`, or `{"skipped": why}`."""
+        if not self.device.startswith("cuda"):
+            return {"skipped": f"compute-sanitizer checks CUDA kernels; the device here is {self.device}"}
+        if (tool := find_sanitizer()) is None:
+            return {"skipped": "compute-sanitizer not found (it ships with the CUDA toolkit: set CUDA_HOME, or put "
+                    "it on PATH; --sanitize off to skip)"}  # fmt: skip
+        self.on_progress("sanitize", f"compute-sanitizer {', '.join(tools)}")
+        started = time.perf_counter()
+        paths = self.ask_reference(
+            {"cmd": "trials", "eval": next(self.counter), "seed": secrets.randbits(62), "fresh": 1, "duplicates": 0},
+            "trials_ready",
+        )["paths"]
+        result = sanitize_pass(self, tool, tuple(tools), Path(paths[0]), source)
+        result["seconds"] = round(time.perf_counter() - started, 3)
+        return result
 
     def prebuild(self, sources: list[str], parallel: int | None = None) -> None:
         """Build several candidates' extensions at once (bounded by CPU cores), so that evaluating

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass, field
@@ -152,10 +153,33 @@ def parse_log(text: str) -> list[KernelDigest]:
     return digests[:MAX_KERNELS]
 
 
+DRIVER_PARAMS = Path("/proc/driver/nvidia/params")
+ADMIN_ONLY = (
+    " (this driver lets only administrators profile, RmProfilingAdminOnly: 1, and a sandboxed worker is never "
+    "one; --sandbox off would profile, with the candidate unsandboxed)"
+)
+
+
+def profiling_admin_only(params: Path | None = None) -> bool | None:
+    """Whether the driver lets only administrators read the performance counters (its
+    RmProfilingAdminOnly, set by NVreg_RestrictProfilingToAdminUsers); None when it cannot be read.
+
+    A sandboxed worker is root of a user namespace of its own, never an administrator of the machine,
+    so no capability the sandbox could keep would help: with this set, ncu is refused in any sandbox."""
+    try:
+        text = (params or DRIVER_PARAMS).read_text()
+    except OSError:
+        return None
+    match = re.search(r"^RmProfilingAdminOnly:\s*(\d+)", text, re.MULTILINE)
+    return None if match is None else match.group(1) != "0"
+
+
 def refusal(text: str) -> str | None:
     """Why ncu produced nothing, in words a user can act on (None when it did not say)."""
     for marker, why in REFUSALS.items():
         if marker in text:
+            if marker == "ERR_NVGPUCTRPERM" and profiling_admin_only():
+                why += ADMIN_ONLY
             return why
     return None
 

@@ -272,7 +272,7 @@ def _nn_module_attrs(tree: ast.AST, aliases: Aliases) -> set[str]:
 
 def _extensions(tree: ast.Module, aliases: Aliases) -> set[str]:
     """Names bound to what load_inline/load returned: calls on them are the candidate's own kernels."""
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
             continue

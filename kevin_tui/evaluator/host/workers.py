@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from kevin_tui.evaluator.host.sandbox import Bind, Limits, ProcessGroup, Sandbox
 from kevin_tui.evaluator.protocol import MAX_EVENT_BYTES, ProtocolViolation, encode, parse_event
 from kevin_tui.processes import cpu_seconds, kill_process_group
 
-KILL_GRACE_S = 2.0
+EXIT_GRACE_S = 5.0  # for a worker asked to exit, before it is killed
 MAX_QUEUED_EVENTS = 10_000
 
 
@@ -85,6 +85,8 @@ class WorkerProcess:
         fds = (command_read, event_write, lifeline_read)
         # -P: the working directory (the worker's scratch) is never on the import path, so nothing written
         # there can stand in for a module the worker imports.
+        if prefix and sandbox.kind == "unshare":  # the tool must run in the jail the worker sees (worker/launch.py)
+            prefix = [sys.executable, "-P", "-m", "kevin_tui.evaluator.worker.launch", *prefix]
         argv = [*prefix, sys.executable, "-P", "-m", "kevin_tui.evaluator.worker.main", role, *map(str, fds)]
         env = {**env, "PYTHONPATH": str(package_root()), "KEVIN_WORKER_LIMITS": json.dumps(limits.as_dict())}
         all_binds = [*system_binds(), *binds, Bind(str(scratch), writable=True)]
@@ -92,6 +94,9 @@ class WorkerProcess:
         if spec := sandbox.jail_spec(all_binds, str(scratch), str(jail_root)):
             jail_root.mkdir(exist_ok=True)
             env["KEVIN_WORKER_JAIL"] = json.dumps(spec)
+        self._teardown_lock = threading.Lock()
+        self._killed = False
+        self._teardown: list[threading.Thread] = []
         self.group = ProcessGroup(limits.processes)
         try:
             with open(self.log_path, "ab") as log:
@@ -109,7 +114,7 @@ class WorkerProcess:
             for fd in fds:
                 os.close(fd)
         self._commands = os.fdopen(self._command_write, "wb", buffering=0)
-        self.events: queue.Queue[Arrived | Exception] = queue.Queue(MAX_QUEUED_EVENTS)
+        self.events: queue.Queue[Arrived | ProtocolViolation | EOFError] = queue.Queue(MAX_QUEUED_EVENTS)
         self.started = threading.Event()
         threading.Thread(target=self._read, name=f"kevin-{role}-reader", daemon=True).start()
 
@@ -135,7 +140,7 @@ class WorkerProcess:
         self.started.set()
         self._put_last(EOFError())
 
-    def _put_last(self, item: Exception) -> None:
+    def _put_last(self, item: ProtocolViolation | EOFError) -> None:
         with contextlib.suppress(queue.Full):
             self.events.put(item, timeout=5)
 
@@ -196,20 +201,45 @@ class WorkerProcess:
         return self.proc.poll() is None
 
     def kill(self) -> None:
-        """SIGTERM the whole process group, then SIGKILL whatever is left. A sandbox is killed at once:
-        nothing in it needs a chance to clean up, and the first process of a PID namespace ignores SIGTERM."""
-        kill_process_group(self.proc, 0.0 if self.wrapped else KILL_GRACE_S)
-        self.group.kill_all()
-        with contextlib.suppress(OSError):  # unsent bytes to a dead process: nothing to save
-            self._commands.close()
-        if self._lifeline >= 0:  # closed once: a second close could hit a descriptor reused since
+        """SIGKILL the whole process group now (nothing in it needs a chance to clean up; the reference is
+        asked to exit by close()); making sure it is gone (its cgroup swept, the worker reaped) happens on
+        a thread, so the caller goes on at once: `reaped()` waits for it. A second kill does nothing."""
+        with self._teardown_lock:
+            if self._killed:
+                return
+            self._killed = True
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):  # unsent bytes to a dead process: nothing to save
+                self._commands.close()
             with contextlib.suppress(OSError):
                 os.close(self._lifeline)
-            self._lifeline = -1
+            self._in_background(self._reap)
+
+    def _reap(self) -> None:
+        kill_process_group(self.proc, 0.0)
+        self.group.kill_all()
 
     def close(self) -> None:
-        """Ask politely, then make sure."""
+        """Ask politely, then make sure: the worker has a few seconds to exit before kill(), on a thread."""
         self.send({"cmd": "exit"})
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=5)
-        self.kill()
+
+        def exit_then_kill() -> None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=EXIT_GRACE_S)
+            self.kill()
+
+        self._in_background(exit_then_kill)
+
+    def _in_background(self, work: Callable[[], None]) -> None:
+        # not a daemon: an exiting host still waits for its workers to be gone
+        thread = threading.Thread(target=work, name=f"kevin-{self.role}-teardown")
+        self._teardown.append(thread)
+        thread.start()
+
+    def reaped(self, timeout: float | None = None) -> bool:
+        """Wait until kill() (or close()) has taken every process of the worker down; True once it has."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in list(self._teardown):
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return self._killed and not any(t.is_alive() for t in self._teardown)

@@ -134,6 +134,8 @@ class BuildClient:
                 return path
             loader = importlib.machinery.ExtensionFileLoader(name, path)
             spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+            if spec is None:
+                raise ImportError(f"{path} is not an extension module")
             module = importlib.util.module_from_spec(spec)
             loader.exec_module(module)
             return Traced(module)

@@ -19,7 +19,7 @@ from typing import Any
 
 from kevin_tui.evaluator.worker.channel import Channel
 from kevin_tui.evaluator.worker.common import EnvironmentProblem, short_traceback
-from kevin_tui.evaluator.worker.light_headers import light_prelude, without_heavy_includes
+from kevin_tui.evaluator.worker.light_headers import light_prelude, undefined_names, without_heavy_includes
 from kevin_tui.evaluator.worker.pch import build_pch, pch_flags, pch_key
 
 
@@ -96,7 +96,8 @@ class Builder:
         spec = self.spec
         return {
             "extra_cflags": cpp_flags,
-            "extra_cuda_cflags": spec["extra_cuda_cflags"],
+            # line tables only (the machine code is the same): a compute-sanitizer finding names the source line
+            "extra_cuda_cflags": [*spec["extra_cuda_cflags"], "-lineinfo"],
             "extra_ldflags": spec["extra_ldflags"],
             "extra_include_paths": spec["extra_include_paths"],
             "build_directory": str(self.directory),
@@ -134,6 +135,9 @@ class Builder:
                 self._inline(light_cpp, light_cuda, flags, no_implicit_headers=True)
             except Exception as exc:
                 if not is_build_failure(exc):
+                    raise
+                if undefined_names(str(exc)):  # the candidate's own error: the standard headers would fail too
+                    self.headers = "light"
                     raise
                 _forget_version(spec["name"])
             else:

@@ -68,6 +68,7 @@ class CandidateRun:
 
     def untouched(self, leftover: LeftoverGuard | None, when: str) -> None:
         """Fail as `rejected` if a watched function was replaced or work was left running."""
+        assert self.identity is not None, "the candidate is loaded first"
         if replaced := self.identity.replaced():
             raise Failure("rejected", f"the candidate replaced {', '.join(replaced[:4])} ({when})")
         if leftover is not None and (left := leftover.leftovers()):
@@ -156,6 +157,15 @@ class CandidateRun:
             torch.cuda.nvtx.range_pop()
         self.channel.emit("ncu_done")
 
+    def sanitize(self, command: dict[str, Any]) -> None:
+        """For a worker running under compute-sanitizer: one call, synchronised, so that every kernel it
+        launched has run under the tool before the reply."""
+        args = common.to_device(tensorfile.read(Path(command["inputs"])), self.device)
+        with torch.no_grad():
+            self.guarded("forward (under compute-sanitizer)", lambda: self.model(*args))
+            common.synchronize(self.device)
+        self.channel.emit("sanitized")
+
     def count(self, command: dict[str, Any]) -> None:
         """Evidence, asked for last: the PyTorch compute ops one forward call dispatches (counting
         leaves the process slower, so it never happens before timing)."""
@@ -178,7 +188,9 @@ class CandidateRun:
                 raise Failure("format_error", why)
             self.first_args = common.clone(args)
         leftover = LeftoverGuard()
-        outputs, found, first = {}, [], None
+        outputs: dict[str, Any] = {}
+        found: list[str] = []
+        first: tuple[Any, Any] | None = None  # the first call's live output and its copy
         for order in ("before", "after"):
             given = common.clone(args)
             label = f"forward (trial {index + 1}, {order} the reference)"
@@ -196,6 +208,7 @@ class CandidateRun:
                 with torch.no_grad():
                     scribble(self.reference(*common.clone(args)))
                 common.synchronize(self.device)
+        assert first is not None
         if self.previous_args is not None:  # a call on other inputs must leave this call's output alone
             self.forward(common.clone(self.previous_args), f"forward (trial {index + 1}, on earlier inputs)")
             if not common.same_values(*first):
@@ -246,20 +259,24 @@ class CandidateRun:
     def round(self, command: dict[str, Any]) -> None:
         """One timing round: the same loop as the reference's; the tripwires run after the reply, outside
         the window the host measures (a violation ends the run at the next command)."""
+        timer = self.timer
+        assert timer is not None, "the host sends pool before the first round"
         leftover = LeftoverGuard()
-        samples, synced = self.guarded("timing forward", lambda: self.timer.round(command["calls"]))
+        samples, synced = self.guarded("timing forward", lambda: timer.round(command["calls"]))
         self.channel.emit("round_done", round=command["round"], samples_ms=samples, synced_ms=synced,
-                          control_ms=self.timer.control_ms)  # fmt: skip
+                          control_ms=timer.control_ms)  # fmt: skip
         self.untouched(leftover, f"timing round {command['round']}")
 
     def output(self, command: dict[str, Any]) -> None:
+        assert self.timer is not None, "the host sends pool before asking for a timed output"
         path = self.scratch / f"timed-{command['round']}.kt"
         write_record(path, {"timed": self.timer.outputs[command["call"]]}, [])
         self.channel.emit("output_written", round=command["round"], path=str(path))
 
     def serve(self) -> None:
         handlers = {"trial": self.trial, "changed": self.changed, "pool": self.pool, "round": self.round,
-                    "output": self.output, "count": self.count, "profile": self.profile, "ncu": self.ncu}  # fmt: skip
+                    "output": self.output, "count": self.count, "profile": self.profile, "ncu": self.ncu,
+                    "sanitize": self.sanitize}  # fmt: skip
         while (command := self.channel.next_command())["cmd"] != "exit":
             handlers[command["cmd"]](command)
 

@@ -7,7 +7,11 @@ import inspect
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+from kevin_tui import devices
 
 PLAIN_TYPES = (int, float, bool, str, type(None))
 
@@ -16,8 +20,12 @@ class EnvironmentProblem(Exception):
     """This machine cannot build or run the candidate (CPU-only torch, no nvcc): not the candidate's fault."""
 
 
-def import_file(path: str, name: str):
+def import_file(path: str | Path, name: str) -> ModuleType:
+    """The Python file at `path` run as module `name`, registered in sys.modules (pickling and
+    dataclasses look a class's module up there)."""
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} cannot be imported: not a Python source file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -79,18 +87,18 @@ def same_values(live: Any, copy: Any) -> bool:
 
 
 def resolve_device(requested: str) -> str:
+    """--device as kevin_tui.devices reads it, with torch as the judge of whether there is a GPU; a GPU
+    asked for and missing is an EnvironmentProblem that says why."""
     import torch
 
-    if requested == "auto":
-        return "cuda:0" if torch.cuda.is_available() else "cpu"
-    if requested.startswith("cuda"):
-        if not torch.cuda.is_available():
-            why = "torch is a CPU-only build" if torch.version.cuda is None else "no CUDA device is visible"
-            raise EnvironmentProblem(f"--device {requested} asked for, but {why}")
-        device = requested if ":" in requested else "cuda:0"
-        torch.cuda.set_device(device)
-        return device
-    return "cpu"
+    device = devices.resolve_device(requested, torch.cuda.is_available)
+    if not device.startswith("cuda"):
+        return "cpu"
+    if not torch.cuda.is_available():
+        why = "torch is a CPU-only build" if torch.version.cuda is None else "no CUDA device is visible"
+        raise EnvironmentProblem(f"--device {requested} asked for, but {why}")
+    torch.cuda.set_device(device)
+    return device
 
 
 def synchronize(device: str) -> None:

@@ -82,10 +82,12 @@ def busy(threads: list[threading.Thread]) -> list[threading.Thread]:
     """The threads that use the CPU over a short window (an idle pool waiting for work does not)."""
     clocks = []
     for thread in threads:
+        if thread.ident is None:  # not started
+            continue
         try:
             clock = time.pthread_getcpuclockid(thread.ident)
             clocks.append((thread, clock, time.clock_gettime(clock)))
-        except (OSError, TypeError, AttributeError):
+        except (OSError, AttributeError):
             continue
     if not clocks:
         return []

@@ -61,6 +61,7 @@ class Mixer:
     def positions(self, generator: Any) -> Any:
         import torch
 
+        assert self.index is not None, "positions are picked only where the samples differ"
         picks = self.index[torch.randint(0, self.index.numel(), (self.count,), generator=generator)]
         if self.side is not None:
             rows, cols = picks // self.side, picks % self.side

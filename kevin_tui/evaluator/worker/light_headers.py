@@ -3,14 +3,18 @@
 load_inline starts `cuda.cu` with `#include <torch/types.h>`, which pulls in all of ATen; nvcc then
 spends ~40 s (cudafe++ 17 s, cicc 12 s, host g++ 11 s on these machines) on headers for a ten-line
 kernel. Most kernels need far less: the Tensor class, TORCH_CHECK, the few ATen ops they call,
-and the `torch::` aliases. We derive that set from the source and try it first; any build failure
-falls back to the standard headers (the caller does that), so the light prelude can only save time.
+and the `torch::` aliases. We derive that set from the source and try it first; a build failure
+falls back to the standard headers (the caller does that), so the light prelude can only save time,
+except when the failure is the candidate's own: names that no header defines (`undefined_names`),
+which the standard headers would fail on too, after another ~40 s.
 A successful light build is the same code: only declarations differ, never definitions.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 from functools import cache
 from pathlib import Path
 
@@ -69,6 +73,26 @@ def light_prelude(cuda_sources: list[str]) -> str | None:
     lines += [f"#include <{header}>" for pattern, header in EXTRAS if pattern.search(text)]
     lines += ["namespace torch {", "using namespace at;", torch_aliases(), "}  // namespace torch"]
     return "\n".join(lines)
+
+
+UNDEFINED = re.compile(r'error: identifier "(\w+)" is undefined')
+
+
+def undefined_names(build_output: str) -> list[str]:
+    """The names a failed light build reports undefined, when those are all its errors and no header
+    (torch's, CUDA's, the system's) spells them: then the standard headers cannot define them either.
+    Empty when any error may be the light prelude's (anything else, or a name some header holds)."""
+    errors = [line for line in build_output.splitlines() if ": error" in line]
+    names = sorted({m[1] for line in errors if (m := UNDEFINED.search(line))})
+    if not errors or any(not UNDEFINED.search(line) for line in errors):
+        return []
+    cuda = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "include"
+    places = [str(p) for p in (torch_include_dir(), cuda, Path("/usr/include")) if p.is_dir()]
+    for name in names:
+        found = subprocess.run(["grep", "-rqw", "--", name, *places], capture_output=True)
+        if found.returncode != 1:  # 0: some header has it; 2: grep could not tell
+            return []
+    return names
 
 
 def without_heavy_includes(source: str) -> str:

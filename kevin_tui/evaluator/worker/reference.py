@@ -119,6 +119,8 @@ class Reference:
         self.precise: Any = None  # the first trial's output computed in float64 (None where it cannot be)
         self.timers: dict[str, Timer] = {}
         self.kept: dict[tuple[str, int], Any] = {}
+        self.output_aliases: list[str] = []  # what the reference's own output shares memory with (its probe)
+        self.last_judged: dict[str, Any] | None = None  # the candidate outputs judged last
 
     def _import(self):
         try:
@@ -282,7 +284,7 @@ class Reference:
         """Inputs at other sizes, where the problem allows it: the module-level integers that only
         get_inputs uses (a batch size, a length), halved, doubled, or made odd to break tiling."""
         outputs = self.outputs.setdefault(command["eval"], [])
-        found = []
+        found: list[list[Any]] = []  # [label, inputs file, output index]
         for label, values in shape_variants(self.module, command["max_bytes"]):
             saved = {name: getattr(self.module, name) for name in values}
             try:
@@ -373,7 +375,6 @@ def run_reference(request: dict[str, Any], channel: Channel) -> None:
         channel.emit("problem_error", message=str(exc), traceback=common.short_traceback(exc.__cause__ or exc))
         return
     reference.output_aliases = probe["output_aliases"]
-    reference.last_judged = None
     init_path = reference.outbox / "init.kt"
     tensorfile.write(init_path, list(reference.init_inputs))
     channel.emit(

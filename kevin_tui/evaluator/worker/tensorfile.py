@@ -81,7 +81,7 @@ def _decode(node: Any, data: memoryview, dtypes: dict[str, Any], depth: int) -> 
         raise TensorFileError("malformed structure")
     kind = node.get("t")
     if kind == "tensor":
-        dtype = dtypes.get(node.get("dtype"))
+        dtype = dtypes.get(str(node.get("dtype")))
         shape, offset, nbytes = node.get("shape"), node.get("offset"), node.get("nbytes")
         if dtype is None or not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
             raise TensorFileError(f"unknown dtype or shape: {node.get('dtype')!r} {shape!r}")
@@ -100,7 +100,10 @@ def _decode(node: Any, data: memoryview, dtypes: dict[str, Any], depth: int) -> 
         items = [_decode(item, data, dtypes, depth + 1) for item in node.get("items", [])]
         return tuple(items) if kind == "tuple" else items
     if kind == "float":
-        return float(node.get("v"))
+        try:
+            return float(str(node.get("v")))  # written as repr(), which keeps nan and inf
+        except ValueError:
+            raise TensorFileError(f"malformed float {node.get('v')!r}") from None
     if kind in ("int", "bool", "str", "NoneType"):
         return node.get("v")
     if kind == "other":
