@@ -415,10 +415,10 @@ class Driver:
     def build_hint(self) -> str | None:
         """Why a build is slow, when it is one of the slow ones: torch's headers are being precompiled
         (once per set of compiler flags; read from the build cache's precompiled-header store)."""
-        store = self.config.problem.evaluation.cache_dir / "pch"
-        if not any(store.glob("*/*.gch")):
+        cache = self.config.problem.evaluation.cache_dir
+        if not any((cache / "pch").glob("*/*.gch")):
             return FIRST_BUILD_HINT
-        if any(store.glob("*/*.gch.*")):  # one being written
+        if any((cache / "staging").glob("*/*.gch")):  # one being made (the trusted step's own directory)
             return NEW_FLAGS_HINT
         return None
 

@@ -43,6 +43,6 @@ def test_the_hint_says_when_headers_are_being_precompiled(tmp_path):
     (store / "a").mkdir(parents=True)
     (store / "a" / "torch_extension_pch.h.gch").write_bytes(b"")
     assert driver.build_hint() is None
-    (store / "b").mkdir()
-    (store / "b" / "torch_extension_pch.h.gch.4242").write_bytes(b"")
+    (tmp_path / "staging" / "b").mkdir(parents=True)
+    (tmp_path / "staging" / "b" / "torch_extension_pch.h.gch").write_bytes(b"")
     assert driver.build_hint() == NEW_FLAGS_HINT

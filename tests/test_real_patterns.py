@@ -12,7 +12,7 @@ import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.evaluator.host import cache
-from kevin_tui.evaluator.worker.pch import evict
+from kevin_tui.evaluator.host.cache import evict
 from tests.conftest import CANDIDATES
 from tests.test_builds import needs_nvcc
 
@@ -85,7 +85,7 @@ def test_precompiled_headers_are_capped_least_recently_used_first_and_in_use_one
 
 
 def test_a_new_flag_set_gets_a_header_only_when_it_fits_or_comes_back(tmp_path, monkeypatch):
-    from kevin_tui.evaluator.worker.pch import admit
+    from kevin_tui.evaluator.host.cache import admit
 
     monkeypatch.setenv("KEVIN_TUI_PCH_MAX_GB", str(2500 / (1 << 30)))
     root = tmp_path / "pch"
@@ -100,15 +100,22 @@ def test_a_new_flag_set_gets_a_header_only_when_it_fits_or_comes_back(tmp_path, 
 
 def test_the_default_cap_holds_two_headers_and_a_killed_builds_partial_is_removed(tmp_path, monkeypatch):
     """A laptop's disk: two ~0.8 GB headers by default (was 3 GB: three, plus builds), and a header a
-    killed build left half-written (the user quit mid-build) does not linger beside them."""
-    from kevin_tui.evaluator.worker.pch import max_bytes, remove_partials
+    killed build left half-written in staging (kevin-tui was killed mid-build) does not linger."""
+    import os
+    import time
+
+    from kevin_tui.evaluator.host.cache import STALE_STAGING_S, max_bytes, sweep_staging
 
     monkeypatch.delenv("KEVIN_TUI_PCH_MAX_GB", raising=False)
     assert 2 * 800e6 < max_bytes() < 3 * 800e6
-    (tmp_path / "torch_extension_pch.h.gch.2").write_bytes(b"x" * 1000)
-    (tmp_path / "torch_extension_pch.h.gch").write_bytes(b"x" * 1000)
-    remove_partials(tmp_path)
-    assert [p.name for p in tmp_path.iterdir()] == ["torch_extension_pch.h.gch"]
+    abandoned, building = tmp_path / "0a1b", tmp_path / "2c3d"
+    for directory in (abandoned, building):
+        directory.mkdir()
+        (directory / "torch_extension_pch.h.gch").write_bytes(b"x" * 1000)
+    old = time.time() - STALE_STAGING_S - 60
+    os.utime(abandoned, (old, old))
+    assert sweep_staging(tmp_path) == [abandoned]
+    assert [p.name for p in tmp_path.iterdir()] == ["2c3d"]  # one being built now stays
 
 
 def test_the_cache_command_shows_and_cleans(tmp_path, capsys):

@@ -125,5 +125,5 @@ def test_suppress_is_a_fallback_and_introspection_is_named():
     suppress = "import contextlib\nclass ModelNew:\n    def forward(self, x):\n        with contextlib.suppress(Exception):\n            return ext.k(x)\n"
     assert "try_except_fallback" in codes(suppress)
     for snippet in ("import sys\nsys._getframe(1)", "import gc\ngc.get_referrers(1)", "import ctypes",
-                    "import torch\ngetattr(torch, 're' + 'lu')"):  # fmt: skip
+                    "import torch\ngetattr(torch, name)"):  # fmt: skip
         assert "introspection" in codes(snippet + "\nclass ModelNew: pass\n"), snippet

@@ -139,7 +139,9 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
             "checks": lambda v: isinstance(v, list),
             "mismatch": _mapping,
             "message": _string,
+            "precision": _optional(lambda v: _mapping(v) and all(_number(x) for x in v.values())),
         },
+        "changed_ready": {"path": _string, "index": _integer},
         "pool_ready": {},
         "round_done": {
             "round": _integer,
@@ -155,6 +157,8 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
     "builder": {
         "built": {"directory": _string, "headers": _string, "seconds": _number},
         "build_failed": {"message": _string, "log": _string, "headers": _string},
+        "pch_key": {"key": _string},
+        "pch_built": {"message": _string},
         "environment_error": {"message": _string},
         "crash": {"message": _string, "traceback": _string},
     },

@@ -1,18 +1,24 @@
 """The build broker: every `load_inline` a candidate makes is built here, never in its own process.
 
-A request is normalised first (empty and repeated flags dropped, flags that make a compiler run other
-programs refused), then keyed by a hash of everything that changes the binary. A key already built
+A request is checked and normalised first (empty and repeated flags dropped; flags that make a
+compiler run other programs or write elsewhere refused, and so are control characters and `$`, which
+torch would write unescaped into build.ninja; linker options only from an allow-list; source names
+plain file names), then keyed by a hash of everything that changes the binary. A key already built
 and intact is reused; otherwise a fresh sandboxed builder compiles it into a temporary directory
-that the host moves into place and records, with the library's sha256 and size, in a manifest the
-candidate cannot write. A library whose hash does not match is never handed out, and an entry
-whose file changed after it was recorded marks the candidate that changed it as `rejected`.
+that the host moves into place and records, with the library's sha256 and size, in a manifest kept
+where no sandbox can write (`<cache>/manifests`). Every hand-out checks the library against it (a
+mismatch is rebuilt, never loaded), and a candidate during whose run a cached library stopped
+matching its manifest is `rejected`. Precompiled headers are made by a trusted step of their own
+and every builder sees them read-only.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 import sys
@@ -22,12 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from kevin_tui.evaluator.compiler_output import GeneratedFile, SourceMap, first_errors, with_hints
+from kevin_tui.evaluator.host.cache import Manifests, admit, identity, install_pch, sweep_staging, usable_pch
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, Sandbox
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerProcess, WorkerTimeout
 from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import EnvironmentProblem
 
-MANIFEST = ".kevin-manifest.json"
 CPP_HEADER_LINES = 1  # '#include <torch/extension.h>'
 CUDA_HEADER_LINES = 3  # torch/types.h, cuda.h, cuda_runtime.h
 FLAG_LISTS = ("extra_cflags", "extra_cuda_cflags", "extra_ldflags")
@@ -35,8 +41,21 @@ FLAG_LISTS = ("extra_cflags", "extra_cuda_cflags", "extra_ldflags")
 DENIED_FLAGS = (
     "-wrapper", "-fplugin", "-B", "-specs", "--specs", "@", "-o", "-ccbin", "--compiler-bindir", "-plugin",
     "--plugin", "-MF", "--keep-dir", "-keep-dir", "-odir", "--output-directory", "--dependency-output",
-    "-fuse-ld=/", "--linker-options", "-Xlinker",
+    "-fuse-ld=/", "--linker-options", "-Xlinker", "-aux-info", "-dumpdir", "-dumpbase", "-fdump-", "-fopt-info",
+    "-fcallgraph-info", "-fprofile-", "-Xnvlink", "-Xarchive",
 )  # fmt: skip
+# Linker options are allowed by name: every other one (`-Wl,-Map=`, `--dependency-file`, ...) could write a file.
+LINK_FLAGS = re.compile(
+    r"-l:?[\w.+-]+|-L/?[\w./+-]+|-pthread|-fopenmp|-shared|-rdynamic|-static-lib(?:gcc|stdc\+\+)|-O[0-3s]?|-g|-s"
+)
+LINKER_OPTIONS = re.compile(
+    r"--?(?:no-)?as-needed|-O[0-3]|--(?:no-)?gc-sections|--(?:enable|disable)-new-dtags|--(?:no-)?whole-archive"
+    r"|--(?:start|end)-group|-s|--strip-all|--strip-debug|-Bsymbolic(?:-functions)?"
+)
+LINKER_ARGUMENTS = {"-rpath": re.compile(r"/?[\w./+-]+"), "-z": re.compile(r"now|lazy|relro|norelro|defs|noexecstack")}
+UNSAFE_CHARACTERS = re.compile(r"[\x00-\x1f\x7f$]")
+SOURCE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,99}\.(?:c|cc|cpp|cxx|cu|h|hpp|cuh)")
+MAX_NAME = 100
 
 
 class FlagRefused(Exception):
@@ -54,8 +73,48 @@ def _units(flags: list[str]) -> list[tuple[str, ...]]:
     return [tuple(u) for u in units]
 
 
+def _safe_text(what: str, token: str) -> None:
+    """torch writes flags, paths and names into build.ninja unescaped: a newline or a `$` there adds
+    statements that ninja runs in the builder."""
+    if UNSAFE_CHARACTERS.search(token):
+        raise FlagRefused(f"the {what} {token[:80]!r} is not allowed: it holds a control character or '$'")
+
+
+def _linker_option(text: str) -> bool:
+    """`-Wl,a,b,...`: every option one the allow-list names (with its argument, for -rpath and -z)."""
+    parts = text.split(",")
+    while parts:
+        part = parts.pop(0)
+        for option, argument in LINKER_ARGUMENTS.items():
+            if part == option:
+                if not parts or not argument.fullmatch(parts.pop(0)):
+                    return False
+                break
+            if part.startswith(option + "="):
+                if not argument.fullmatch(part[len(option) + 1 :]):
+                    return False
+                break
+        else:
+            if not LINKER_OPTIONS.fullmatch(part):
+                return False
+    return True
+
+
+def check_link_flags(flags: list[str]) -> None:
+    for flag in flags:
+        if flag.startswith("-Wl,") and _linker_option(flag[4:]):
+            continue
+        if not LINK_FLAGS.fullmatch(flag):
+            raise FlagRefused(
+                f"the linker option {flag[:80]!r} is not allowed (only -l, -L, -pthread, -fopenmp and linker options "
+                "that write no files, such as -Wl,-rpath,DIR or -Wl,--no-as-needed)"
+            )
+
+
 def normalise_flags(flags: list[str]) -> list[str]:
     """Drop empty flags (g++ reads `""` as a file name: stdin) and repeats, keeping the last of each."""
+    for flag in flags:
+        _safe_text("flag", flag)
     units = _units([f.strip() for f in flags if f.strip()])
     kept = [u for i, u in enumerate(units) if u not in units[i + 1 :]]
     for unit in kept:
@@ -68,24 +127,33 @@ def normalise_flags(flags: list[str]) -> list[str]:
     return [token for unit in kept for token in unit]
 
 
+def check_sources(sources: list[list[str]]) -> None:
+    """`load(sources=...)` names: plain file names with a source suffix (no `..`, no `/`), each once."""
+    names = [name for name, _ in sources]
+    for name in names:
+        if not SOURCE_NAME.fullmatch(name):
+            raise FlagRefused(
+                f"the source name {name[:80]!r} is not allowed: it must be a plain file name such as kernel.cu"
+            )
+    if len(set(names)) != len(names):
+        raise FlagRefused("two sources have the same file name")
+
+
 def normalise(request: dict[str, Any]) -> dict[str, Any]:
+    """The build a request asks for, checked and normalised; FlagRefused says what is not allowed."""
     spec = {k: v for k, v in request.items() if k != "event"}
     for name in FLAG_LISTS:
         spec[name] = normalise_flags(spec[name])
+    check_link_flags(spec["extra_ldflags"])
+    for path in spec["extra_include_paths"]:
+        _safe_text("include path", path)
     spec["extra_include_paths"] = list(dict.fromkeys(p for p in spec["extra_include_paths"] if p.strip()))
+    check_sources(spec["sources"])
     return spec
 
 
 def uses_cuda(spec: dict[str, Any]) -> bool:
     return bool(spec["cuda_sources"]) or any(name.endswith(".cu") for name, _ in spec["sources"])
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 @dataclass
@@ -108,19 +176,11 @@ class BuildRecord:
         return {k: v for k, v in self.__dict__.items() if k not in ("log", "compiler_errors")}
 
 
-@dataclass
-class Entry:
-    """What the manifest says about a built library, and the file's identity when it was checked."""
-
-    path: Path
-    sha256: str
-    size: int
-    identity: tuple[int, int, int]
-
-
-def _identity(path: Path) -> tuple[int, int, int]:
-    st = path.stat()
-    return (st.st_ino, st.st_size, st.st_ctime_ns)
+def _identity_or_none(path: Path) -> list[int] | None:
+    try:
+        return identity(path)
+    except OSError:
+        return None
 
 
 class BuildBroker:
@@ -128,39 +188,34 @@ class BuildBroker:
         self.root = root
         self.sandbox, self.env, self.limits, self.scratch = sandbox, env, limits, scratch
         self.root.mkdir(parents=True, exist_ok=True)
-        (self.root.parent / "pch").mkdir(parents=True, exist_ok=True)
-        self.verified: dict[str, Entry] = {}
         self.last_log: Path | None = None  # the latest builder's log: its stages, stamped, as they happen
+        self.pch_store = self.root.parent / "pch"
+        self.staging = self.root.parent / "staging"  # the trusted header step's fresh directories
+        for directory in (self.pch_store, self.staging):
+            directory.mkdir(parents=True, exist_ok=True)
+        self.manifests = Manifests(self.root.parent / "manifests")
+        sweep_staging(self.staging)
 
     def key(self, spec: dict[str, Any], versions: dict[str, Any]) -> str:
         payload = {**spec, **versions, "arch": self.env.get("TORCH_CUDA_ARCH_LIST", ""), "python": sys.version_info[:2]}
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
-    def verify(self, directory: Path, name: str) -> Entry | None:
-        """The entry if its library matches the manifest; None if it is missing, unrecorded or altered."""
-        try:
-            manifest = json.loads((directory / MANIFEST).read_text())
-            library = directory / f"{name}.so"
-            identity = _identity(library)
-        except (OSError, ValueError):
-            return None
-        known = self.verified.get(str(library))
-        if known is not None and known.identity == identity:
-            return known
-        if manifest.get("size") != identity[1] or sha256_file(library) != manifest.get("sha256"):
-            return None
-        entry = Entry(library, manifest["sha256"], identity[1], identity)
-        self.verified[str(library)] = entry
-        return entry
+    def verify(self, directory: Path, name: str) -> dict[str, Any] | None:
+        """The host's record of the entry if its library (hashed again, every time) still matches it; None
+        if it is missing, unrecorded or altered."""
+        return self.manifests.check(directory.name, directory / f"{name}.so")
 
-    def tampered(self) -> list[str]:
-        """Libraries handed out in this process whose file changed since they were checked."""
+    def libraries(self) -> dict[str, list[int] | None]:
+        """Every cached library and its identity now: what `tampered` compares with, later."""
+        return {str(p): _identity_or_none(p) for p in self.root.glob("*/*.so")}
+
+    def tampered(self, before: dict[str, list[int] | None]) -> list[str]:
+        """Libraries in the cache that changed since `before` and no longer match the host's record (a
+        library the host rebuilt meanwhile, for this evaluator or another, matches its new record)."""
         changed = []
-        for path, entry in self.verified.items():
-            try:
-                if _identity(Path(path)) != entry.identity:
-                    changed.append(path)
-            except OSError:
+        for path, known in before.items():
+            library = Path(path)
+            if _identity_or_none(library) != known and self.manifests.check(library.parent.name, library) is None:
                 changed.append(path)
         return changed
 
@@ -171,16 +226,16 @@ class BuildBroker:
             spec = normalise(request)
         except FlagRefused as exc:
             return BuildRecord(name, "", uses_cuda(request), False, ok=False, message=str(exc))
-        if not name.isidentifier():
+        if not (name.isidentifier() and len(name) <= MAX_NAME):
             return BuildRecord(
                 name, "", uses_cuda(spec), False, ok=False, message=f"{name!r} is not a valid extension name"
             )
         key = self.key(spec, versions)
         directory = self.root / f"{name}-{key[:20]}"
         record = BuildRecord(name, str(directory), uses_cuda(spec), cached=False)
-        if self.verify(directory, name) is not None:
+        if (manifest := self.verify(directory, name)) is not None:
             record.cached = True
-            record.headers = _read_headers(directory)
+            record.headers = manifest.get("headers", "standard")
             return record
         started = time.perf_counter()
         try:
@@ -193,17 +248,52 @@ class BuildBroker:
             record.message = with_hints(record.compiler_errors, record.log) or record.message
         return record
 
+    def precompiled_header(self, spec: dict[str, Any], deadline: float) -> str:
+        """The key of a checked precompiled header for this build's C++ flags, made first when missing by a
+        trusted step (no candidate source; only its own fresh directory writable); '' for none."""
+        if spec["no_implicit_headers"] and spec["kind"] != "files":
+            return ""
+        staging = self.staging / secrets.token_hex(8)
+        staging.mkdir()
+        binds = [Bind(str(self.pch_store)), Bind(str(staging), writable=True)]
+        worker = WorkerProcess(
+            "builder", self.scratch / f"pch-{staging.name}", self.env, self.sandbox, binds, self.limits
+        )
+        try:
+            worker.send({"cmd": "pch", "extra_cflags": spec["extra_cflags"],
+                         "include_paths": spec["extra_include_paths"], "directory": str(staging)})  # fmt: skip
+            event = worker.event(deadline - time.monotonic())
+            if event["event"] != "pch_key" or not re.fullmatch(r"[0-9a-f]{20}", key := event["key"]):
+                return ""
+            with open(self.staging / f"{key}.lock", "a") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # a build making this header right now: use it once made
+                if usable_pch(self.pch_store, key, self.manifests):
+                    return key
+                if not admit(self.pch_store / key):
+                    return ""
+                worker.send({"cmd": "pch_build"})
+                made = worker.event(deadline - time.monotonic())
+                if made["event"] != "pch_built" or made["message"]:
+                    return ""
+                worker.kill()
+                return key if install_pch(staging, self.pch_store, key, self.manifests) else ""
+        except (WorkerGone, ProtocolViolation, OSError):
+            return ""  # the header only ever saves time: build without it
+        finally:
+            worker.kill()
+            shutil.rmtree(staging, ignore_errors=True)
+
     def _run_builder(self, spec: dict[str, Any], directory: Path, record: BuildRecord, deadline: float) -> None:
+        pch_key = self.precompiled_header(spec, deadline)
         temporary = self.root / f".tmp-{directory.name}-{secrets.token_hex(4)}"
         temporary.mkdir()
         scratch = self.scratch / f"builder-{temporary.name}"
-        binds = [Bind(str(temporary), writable=True), Bind(str(self.root.parent / "pch"), writable=True)]
+        binds = [Bind(str(temporary), writable=True), Bind(str(self.pch_store))]
         worker = WorkerProcess("builder", scratch, self.env, self.sandbox, binds, self.limits)
         self.last_log = worker.log_path
         try:
-            worker.send(
-                {"cmd": "build", "spec": spec, "directory": str(temporary), "cache_root": str(self.root.parent)}
-            )
+            worker.send({"cmd": "build", "spec": spec, "directory": str(temporary), "pch_store": str(self.pch_store),
+                         "pch_key": pch_key})  # fmt: skip
             event = worker.event(deadline - time.monotonic())
         except (WorkerGone, ProtocolViolation) as exc:
             record.ok, record.message = False, f"the builder {exc}"
@@ -230,9 +320,6 @@ class BuildBroker:
             record.log = event.get("log") or event.get("traceback") or ""
             record.message = event.get("message", "the build produced no library")
             return
-        (temporary / ".kevin-headers").write_text(record.headers)
-        manifest = {"name": spec["name"], "sha256": sha256_file(library), "size": library.stat().st_size}
-        (temporary / MANIFEST).write_text(json.dumps(manifest))
         try:
             os.rename(temporary, directory)
         except OSError:  # built meanwhile by someone else, or a leftover: keep a verified one, else replace
@@ -241,15 +328,9 @@ class BuildBroker:
                 os.rename(temporary, directory)
             else:
                 shutil.rmtree(temporary, ignore_errors=True)
-        if self.verify(directory, spec["name"]) is None:
-            record.ok, record.message = False, "the built library changed before it could be recorded"
-
-
-def _read_headers(directory: Path) -> str:
-    try:
-        return (directory / ".kevin-headers").read_text().strip() or "standard"
-    except OSError:
-        return "standard"
+                return
+        self.manifests.record(directory.name, directory / f"{spec['name']}.so", name=spec["name"],
+                              headers=record.headers)  # fmt: skip
 
 
 def _generated_files(spec: dict[str, Any]) -> dict[str, GeneratedFile]:

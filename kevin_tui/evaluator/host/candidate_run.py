@@ -9,18 +9,18 @@ hangs or fails gets the matching status; the reference's and the judge's time is
 
 from __future__ import annotations
 
-import os
+import contextlib
 import re
 import secrets
-import stat
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kevin_tui.evaluator.compiler_output import demangle
 from kevin_tui.evaluator.host.builds import BuildRecord
-from kevin_tui.evaluator.host.scratch import given_dir, hand_out
+from kevin_tui.evaluator.host.scratch import WorkerFiles, given_dir, hand_out
 from kevin_tui.evaluator.host.speed_of_light import against_the_bound
 from kevin_tui.evaluator.host.timing import (
     CPU_SHARE_WARNING,
@@ -38,7 +38,7 @@ from kevin_tui.evaluator.host.timing import (
 )
 from kevin_tui.evaluator.host.workers import Arrived, WorkerGone, WorkerProcess, WorkerTimeout, describe_exit
 from kevin_tui.evaluator.protocol import ProtocolViolation
-from kevin_tui.evaluator.verdict import Check, EnvironmentProblem, Status, Timing, Verdict, Warning_
+from kevin_tui.evaluator.verdict import Check, Status, Timing, Verdict, Warning_
 from kevin_tui.ranking import speed_class
 
 if TYPE_CHECKING:
@@ -48,6 +48,11 @@ NEAR_DUPLICATES = 2
 SHAPE_MAX_BYTES = 512 << 20
 LEFTOVER_CPU_SHARE = 0.25
 LEFTOVER_CPU_FLOOR_S = 0.02
+# A candidate whose error against a float64 reference uses this many times the share of the tolerance the
+# float32 reference's own error uses (and at least this share) computes in less precision than it should.
+MAX_WORDS = 4000  # of a message the candidate's process wrote, kept in a verdict
+PRECISION_RATIO = 10.0
+PRECISION_FLOOR = 0.1
 
 
 class ReferenceLost(Exception):
@@ -62,19 +67,6 @@ class Decided(Exception):
         self.verdict = verdict
 
 
-def take_file(source: Path, target: Path) -> None:
-    """Move a file the candidate wrote out of its reach, refusing links (to someone else's file)."""
-    try:
-        info = os.lstat(source)
-    except OSError:
-        raise ProtocolViolation(f"the candidate reported {source.name}, which does not exist") from None
-    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
-        raise ProtocolViolation(f"{source.name} is not a plain file of its own (a link?)")
-    os.rename(source, target)
-    if os.lstat(target).st_ino != info.st_ino:
-        raise ProtocolViolation(f"{source.name} was swapped while it was being taken")
-
-
 @dataclass
 class CandidateRun:
     evaluator: Evaluator
@@ -83,12 +75,19 @@ class CandidateRun:
     source: str
     phase: str = "load"
     phase_started: float = field(default_factory=time.perf_counter)
+    deadline: float = 0.0  # host clock (perf_counter) by which the candidate must answer in this phase
     phases: dict[str, float] = field(default_factory=dict)
     checks: list[Check] = field(default_factory=list)
     builds: list[BuildRecord] = field(default_factory=list)
     op_counts: dict[str, int] = field(default_factory=dict)
     evaluation: int = 0
+    cache_before: dict[str, list[int] | None] = field(default_factory=dict)
+    precision: dict[str, float] | None = None  # the first trial's error shares, as the judge measured them
     seed: int = field(default_factory=lambda: secrets.randbits(62))
+
+    def __post_init__(self) -> None:
+        self.files = WorkerFiles(self.scratch)
+        self.deadline = self.phase_started + self.options.timeout_s
 
     @property
     def options(self):
@@ -97,27 +96,61 @@ class CandidateRun:
     # -- phases and events -------------------------------------------------------
 
     def enter(self, phase: str) -> None:
+        """A new phase, with its own deadline: the candidate has `timeout_s` of its own time for all of it."""
         now = time.perf_counter()
         self.phases[self.phase] = round(self.phases.get(self.phase, 0.0) + now - self.phase_started, 3)
         self.phase, self.phase_started = phase, now
+        self.deadline = now + self.options.timeout_s
         self.evaluator.on_progress(phase, "")
+
+    @contextlib.contextmanager
+    def host_work(self, phase: str) -> Iterator[None]:
+        """Work the host does for the candidate in the middle of a phase (a build, a judgement): its time is
+        recorded as `phase` and moves the phase's deadline back by exactly as much, never resets it."""
+        resumed, deadline = self.phase, self.deadline
+        self.enter(phase)
+        started = self.phase_started
+        try:
+            yield
+        finally:
+            self.enter(resumed)
+            self.deadline = deadline + (self.phase_started - started)
+
+    def take_output(self, reported: str, expected: str, taken: str) -> Path:
+        """The one way a file the candidate wrote reaches the host: it must be `expected` in its own scratch
+        (a plain file, no link), and is moved into the host's inbox as `taken`, out of the candidate's reach."""
+        return self.files.move_to(reported, self.evaluator.inbox_files, taken, expected)
+
+    def reference_outbox(self) -> WorkerFiles:
+        if (outbox := self.evaluator.outbox_files) is None:
+            raise ReferenceLost("the reference worker is not running")
+        return outbox
+
+    def give_input(self, reported: str, name: str) -> Path:
+        """A file the reference worker wrote (in its outbox), moved into the candidate's scratch as `name`."""
+        try:
+            return self.reference_outbox().move_to(reported, self.files, name)
+        except ProtocolViolation as exc:
+            raise ReferenceLost(f"the reference worker {exc}") from None
 
     def expect(self, *names: str) -> dict[str, Any]:
         return self.expect_arrival(*names).event
 
     def expect_arrival(self, *names: str) -> Arrived:
         """The candidate's next event, which must be one of `names`; its failures end the run."""
-        arrived = self.worker.arrival(self.options.timeout_s - (time.perf_counter() - self.phase_started))
+        arrived = self.worker.arrival(self.deadline - time.perf_counter())
         event = arrived.event
         kind = event["event"]
         if kind in names:
             return arrived
         if kind == "final":
-            raise Decided(Verdict(Status(event["status"]), event["message"], details=event["details"]))
+            raise Decided(Verdict(Status(event["status"]), event["message"][:MAX_WORDS], details=event["details"]))
         if kind == "crash":
-            raise Decided(Verdict(Status.RUNTIME_ERROR, event["message"], details={"traceback": event["traceback"]}))
-        if kind == "environment_error":
-            raise EnvironmentProblem(event["message"])
+            details = {"traceback": event["traceback"][-MAX_WORDS:]}
+            raise Decided(Verdict(Status.RUNTIME_ERROR, event["message"][:MAX_WORDS], details=details))
+        if kind == "environment_error":  # after import, nothing the candidate's process says blames the machine
+            message = f"the candidate's process reported an environment problem after importing it: {event['message']}"
+            raise Decided(Verdict(Status.RUNTIME_ERROR, message[:2000]))
         raise ProtocolViolation(f"a {kind} event where {'/'.join(names)} was expected")
 
     def finish(self, verdict: Verdict) -> Verdict:
@@ -132,17 +165,19 @@ class CandidateRun:
         return verdict
 
     def drive(self) -> Verdict:
+        self.cache_before = self.evaluator.broker.libraries()
+        return self.finish(self.cache_intact(self._verdict()))
+
+    def _verdict(self) -> Verdict:
         try:
-            return self.finish(self._drive())
+            return self._drive()
         except Decided as decided:
-            return self.finish(self.overruled(decided.verdict))
+            return self.overruled(decided.verdict)
         except WorkerTimeout:
             self.worker.kill()
             limit = self.options.timeout_s
             message = f"no result within {limit:.0f} s in the {self.phase} phase; process group killed"
-            verdict = Verdict(Status.TIMEOUT, message,
-                              details={"log": self.worker.log_tail()})  # fmt: skip
-            return self.finish(self.overruled(verdict))
+            return self.overruled(Verdict(Status.TIMEOUT, message, details={"log": self.worker.log_tail()}))
         except WorkerGone as exc:
             verdict = Verdict(
                 Status.RUNTIME_ERROR,
@@ -150,15 +185,20 @@ class CandidateRun:
                 + (" (its sandbox went over its memory limit)" if self.worker.group.out_of_memory() else ""),
                 details={"log": self.worker.log_tail(), "returncode": exc.returncode},
             )
-            return self.finish(self.overruled(verdict))
+            return self.overruled(verdict)
         except ProtocolViolation as exc:
             self.worker.kill()
-            return self.finish(
-                Verdict(Status.REJECTED, f"protocol violation: {exc}", details={"log": self.worker.log_tail()})
-            )
+            return Verdict(Status.REJECTED, f"protocol violation: {exc}", details={"log": self.worker.log_tail()})
         except ReferenceLost as exc:
             message = f"{exc}; it is restarted for the next candidate (evaluate this one again)"
-            return self.finish(Verdict(Status.RUNTIME_ERROR, message, details={"reference_lost": True}))
+            return Verdict(Status.RUNTIME_ERROR, message, details={"reference_lost": True})
+
+    def cache_intact(self, verdict: Verdict) -> Verdict:
+        """A cached library that stopped matching the host's record while this candidate ran: its doing."""
+        if tampered := self.evaluator.broker.tampered(self.cache_before):
+            entry = Path(tampered[0]).parent.name
+            return Verdict(Status.REJECTED, f"the build cache entry {entry} was changed while this candidate ran")
+        return verdict
 
     def overruled(self, verdict: Verdict) -> Verdict:
         """What the host knows about builds outranks what happened after them."""
@@ -193,12 +233,26 @@ class CandidateRun:
             self.enter("time")
             verdict = self.time()
         if verdict.status is Status.CORRECT:
+            self.precision_evidence(verdict)
+        if verdict.status is Status.CORRECT:
             if self.options.profile:
                 self.profile(verdict)
             self.count_ops()
             if self.options.shapes != "off":
                 self.check_shapes(verdict)
         return verdict
+
+    def precision_evidence(self, verdict: Verdict) -> None:
+        """The candidate's error against a float64 reference beside the float32 reference's own; a much larger
+        one is a `lower_precision` warning (a rejection under --strict)."""
+        if self.precision is None:
+            return
+        verdict.evidence["precision"] = self.precision
+        candidate, reference = self.precision["candidate"], self.precision["reference"]
+        if candidate > max(PRECISION_RATIO * reference, PRECISION_FLOOR):
+            verdict.warnings.append(Warning_("lower_precision", (
+                f"computes in lower precision? against a float64 reference its error uses {candidate:.0%} of the "
+                f"tolerance, the float32 reference's own {reference:.1%}")))  # fmt: skip
 
     def check_shapes(self, verdict: Verdict) -> None:
         """The candidate at other sizes the problem allows. KernelBench fixes the shapes, so a kernel that
@@ -227,17 +281,17 @@ class CandidateRun:
 
     def shape_result(self, label: str, path: Path, index: int) -> str:
         """'correct', or why not, for one size."""
-        given = self.scratch / f"in-shape-{index}.kt"
-        os.rename(path, given)
+        given = self.give_input(str(path), f"in-shape-{index}.kt")
         self.worker.send({"cmd": "trial", "index": index, "inputs": str(given)})
         try:
             done = self.expect("trial_done")
-            taken = self.evaluator.inbox / f"eval-{self.evaluation}-shape-{index}.kt"
-            take_file(Path(done["path"]), taken)
+            if done["index"] != index:
+                raise ProtocolViolation(f"trial_done for trial {done['index']}, expected {index}")
+            taken = self.take_output(done["path"], f"out-{index}.kt", f"eval-{self.evaluation}-shape-{index}.kt")
             self.judge({"cmd": "judge", "eval": self.evaluation, "trial": index, "path": str(taken), "label": label})
         except Decided as decided:
             return decided.verdict.message[:200]
-        except (WorkerGone, WorkerTimeout, ProtocolViolation) as exc:
+        except (WorkerGone, WorkerTimeout) as exc:  # a protocol violation is no shape's fault: it is rejected
             return str(exc)[:200]
         return "correct"
 
@@ -267,10 +321,14 @@ class CandidateRun:
         ready = self.evaluator.reference_ready()
         self.worker.wait_started(self.options.reference_timeout_s)
         self.phase_started = time.perf_counter()
-        init = self.scratch / "init.kt"
-        init.write_bytes(Path(ready["init_path"]).read_bytes())
+        self.deadline = self.phase_started + self.options.timeout_s  # one deadline for the whole import
+        try:
+            init_inputs = self.reference_outbox().read(ready["init_path"], "init.kt")
+        except ProtocolViolation as exc:
+            raise ReferenceLost(f"the reference worker {exc}") from None
+        init = self.files.write("init.kt", init_inputs)
         self.worker.send({
-            "cmd": "load", "candidate_path": str(self.scratch / "candidate.py"),
+            "cmd": "load", "candidate_path": str(self.files.path("candidate.py")),
             "problem_path": str(given_dir(self.scratch) / self.evaluator.problem.path.name), "device": ready["device"],
             "init_path": str(init), "init_seed": self.evaluator.init_seed, "threads": ready["threads"],
             "scratch": str(self.scratch), "mutates_inputs": ready["mutates_inputs"],
@@ -290,22 +348,20 @@ class CandidateRun:
         for record in reversed(self.builds):
             if record.name == name:
                 handed = given_dir(self.scratch) / Path(record.directory).name
-                text = demangle(message.replace(record.directory + "/", "").replace(f"{handed}/", ""))
+                text = demangle(message[:MAX_WORDS].replace(record.directory + "/", "").replace(f"{handed}/", ""))
                 record.loaded, record.message = False, text
                 record.compiler_errors = [{"file": None, "line": None, "message": text}]
                 return
 
     def build(self, request: dict[str, Any]) -> None:
-        self.enter("build")
         deadline = time.monotonic() + self.options.build_timeout_s
         try:
-            record = self.evaluator.broker.build(request, self.evaluator.versions, self.source, deadline)
+            with self.host_work("build"):
+                record = self.evaluator.broker.build(request, self.evaluator.versions, self.source, deadline)
         except WorkerTimeout:
             limit = self.options.build_timeout_s
             message = f"no result within {limit:.0f} s in the build phase; the builder's process group was killed"
             raise Decided(Verdict(Status.TIMEOUT, message)) from None
-        finally:
-            self.enter("load")
         self.builds.append(record)
         answer = {"cmd": "build_result", "ok": record.ok, "message": record.message, "uses_cuda": record.uses_cuda}
         if record.ok:
@@ -320,32 +376,49 @@ class CandidateRun:
             "trials_ready",
         )["paths"]  # fmt: skip
         for index, path in enumerate(paths):
-            given = self.scratch / f"in-{index}.kt"
-            os.rename(path, given)
+            given = self.give_input(path, f"in-{index}.kt")
             self.worker.send({"cmd": "trial", "index": index, "inputs": str(given)})
             done = self.expect("trial_done")
-            if done["index"] != index or done["path"] != str(self.scratch / f"out-{index}.kt"):
-                raise ProtocolViolation(
-                    f"trial_done for trial {done['index']} at {done['path'][:80]!r}, expected trial {index}"
-                )
-            taken = self.evaluator.inbox / f"eval-{self.evaluation}-out-{index}.kt"
-            take_file(Path(done["path"]), taken)
+            if done["index"] != index:
+                raise ProtocolViolation(f"trial_done for trial {done['index']}, expected trial {index}")
+            taken = self.take_output(done["path"], f"out-{index}.kt", f"eval-{self.evaluation}-out-{index}.kt")
             self.judge({"cmd": "judge", "eval": self.evaluation, "trial": index, "path": str(taken)}, trial=index)
+        self.changed_in_place()
         self.checks.append(Check("inputs unchanged", True, "the reference changes them too"
                                  if self.evaluator.reference_ready()["mutates_inputs"] else ""))  # fmt: skip
         self.checks.append(Check("no replaced torch/timing functions", True))
         self.checks.append(Check("nothing left running after forward", True))
 
-    def judge(self, command: dict[str, Any], trial: int | None = None) -> None:
-        phase = self.phase
-        self.enter("judge")
+    def changed_in_place(self) -> None:
+        """The first trial's input objects again after their values, and the parameters, changed in place (as an
+        optimizer step changes them): a kernel caching results or converted weights by identity or data_ptr fails."""
+        ready = self.evaluator.ask_reference(
+            {"cmd": "changed", "eval": self.evaluation, "seed": self.seed + 11}, "changed_ready"
+        )
+        index = ready["index"]
+        given = self.give_input(ready["path"], f"in-{index}.kt")
+        self.worker.send({"cmd": "changed", "index": index, "inputs": str(given)})
+        done = self.expect("trial_done")
+        if done["index"] != index:
+            raise ProtocolViolation(f"trial_done for trial {done['index']}, expected {index}")
+        taken = self.take_output(done["path"], f"out-{index}.kt", f"eval-{self.evaluation}-changed.kt")
+        label = "the first trial's input objects after they and the model's parameters changed in place"
         try:
+            self.judge({"cmd": "judge", "eval": self.evaluation, "trial": index, "path": str(taken), "label": label,
+                        "runs": ["changed"]})  # fmt: skip
+        except Decided as decided:
+            stale = f"returned a stale result after its inputs/parameters changed in place: {decided.verdict.message}"
+            decided.verdict.message = stale
+            raise
+
+    def judge(self, command: dict[str, Any], trial: int | None = None) -> None:
+        with self.host_work("judge"):
             judged = self.evaluator.ask_reference(
                 {**command, "atol": self.options.atol, "rtol": self.options.rtol}, "judged"
             )
-        finally:
-            self.enter(phase)
         self.checks += [Check(**c) for c in judged["checks"]]
+        if judged.get("precision"):
+            self.precision = judged["precision"]
         if not judged["passed"]:
             mismatch = judged["mismatch"]
             if trial is not None:
@@ -421,12 +494,13 @@ class CandidateRun:
         arrived = self.expect_arrival("round_done")
         round_ = _round(arrived.event, sent, arrived.at, number, calls, "candidate")
         round_.cpu_s = self.worker.cpu_seconds() - before
-        expected = None if control else str(self.scratch / f"round-{number}.kt")
-        if arrived.event["path"] != expected:
-            raise ProtocolViolation(f"round_done with path {str(arrived.event['path'])[:80]!r}, expected {expected}")
-        if expected is not None:
-            taken = self.evaluator.inbox / f"eval-{self.evaluation}-round-{number}.kt"
-            take_file(Path(expected), taken)
+        reported = arrived.event["path"]
+        if control != (reported is None):
+            raise ProtocolViolation(f"round_done of a {'control' if control else 'main'} round with path "
+                                    f"{str(reported)[:80]!r}")  # fmt: skip
+        if reported is not None:
+            name = f"round-{number}.kt"
+            taken = self.take_output(reported, name, f"eval-{self.evaluation}-{name}")
             read = self.evaluator.ask_reference({"cmd": "ingest", "round": number, "path": str(taken)}, "ingested")
             taken.unlink(missing_ok=True)
             if read["calls"] != calls:
@@ -441,10 +515,6 @@ class CandidateRun:
     def speed_verdict(self, results: dict[str, Side], device: str, leftover_cpu: list[float], seed: int) -> Verdict:
         candidate, eager = results["candidate"], results["eager"]
         threads = self.evaluator.reference_ready()["threads"]
-        if tampered := self.evaluator.broker.tampered():
-            return Verdict(
-                Status.REJECTED, f"the build cache entry {Path(tampered[0]).parent.name} was changed after it was built"
-            )
         if (worst := max(leftover_cpu, default=0.0)) > LEFTOVER_CPU_FLOOR_S:
             return Verdict(Status.REJECTED, f"the candidate's processes kept using the CPU ({worst * 1e3:.0f} ms) "
                            "while the reference was being timed")  # fmt: skip

@@ -25,15 +25,18 @@ from kevin_tui.evaluator.host.ncu import find_ncu, ncu_pass
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, SandboxUnavailable, choose, worker_env
 from kevin_tui.evaluator.host.sanitizer import apply as apply_sanitizer
 from kevin_tui.evaluator.host.sanitizer import find_sanitizer, sanitize_pass, tools_for
-from kevin_tui.evaluator.host.scratch import given_dir, make_scratch
+from kevin_tui.evaluator.host.scratch import WorkerFiles, given_dir, make_scratch
 from kevin_tui.evaluator.host.speed_of_light import Bound, Peaks, cached_cpu_peaks, cpu_key, gpu_peaks, store_cpu_peaks
-from kevin_tui.evaluator.host.static_checks import run_static_checks
+from kevin_tui.evaluator.host.static_checks import run_static_checks, uses_triton
 from kevin_tui.evaluator.host.workers import Arrived, WorkerGone, WorkerProcess, WorkerTimeout, kill_workers_under
 from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import EnvironmentProblem, Status, Verdict, Warning_
 from kevin_tui.problem import Problem, ProblemError, top_level_names
 
 ProgressFn = Callable[[str, str], None]
+# Findings of the run, not of the source, that --strict rejects like a static one: a kernel the host never
+# built, and a much larger error against float64 than the reference's own.
+STRICT_RUNTIME = ("no_custom_kernel", "lower_precision")
 
 
 def default_cache_dir() -> Path:
@@ -90,7 +93,7 @@ def runtime_evidence(verdict: Verdict, static: list[Warning_], source: str) -> l
         return []
     found = []
     codes = {w.code for w in static}
-    if not verdict.details.get("builds") and "no_custom_kernel" not in codes and "triton" not in source:
+    if not verdict.details.get("builds") and "no_custom_kernel" not in codes and not uses_triton(source):
         found.append(Warning_("no_custom_kernel", "no extension was built while loading the candidate: the load_inline "
                               "call never ran"))  # fmt: skip
     if ops := verdict.details.get("op_counts"):
@@ -121,6 +124,8 @@ class Evaluator:
         self.scratch = make_scratch()
         self.inbox = self.scratch / "inbox"
         self.inbox.mkdir()
+        self.inbox_files = WorkerFiles(self.inbox)
+        self.outbox_files: WorkerFiles | None = None  # the reference worker's outbox, once it runs
         self.env = worker_env()
         self.limits = Limits(memory=self.options.memory_limit) if self.options.memory_limit else Limits()
         self.init_seed = self.options.seed if self.options.seed is not None else secrets.randbits(31)
@@ -208,6 +213,7 @@ class Evaluator:
         binds = [Bind(str(self.problem.path.resolve().parent)), Bind(str(self.inbox)), Bind(str(compiled), True)]
         env = {**self.env, "TORCHINDUCTOR_CACHE_DIR": str(compiled), "TRITON_CACHE_DIR": str(compiled / "triton")}
         worker = WorkerProcess("reference", scratch, env, self.sandbox, binds, self.limits)
+        self.outbox_files = WorkerFiles(outbox)
         worker.send({
             "problem_path": str(self.problem.path.resolve()), "device": self.options.device, "cmd": "init",
             "init_seed": self.init_seed, "outbox": str(outbox), "threads": worker_threads(),
@@ -283,11 +289,12 @@ class Evaluator:
         verdict.warnings = warnings + runtime_evidence(verdict, warnings, source) + verdict.warnings
         verdict.device = ready["device"]
         verdict.details.setdefault("environment", ready["environment"])
-        if self.options.strict and warnings and verdict.status in (Status.CORRECT, Status.COMPILED):
-            codes = ", ".join(w.code for w in warnings)
+        found = warnings + [w for w in verdict.warnings if w.code in STRICT_RUNTIME and w not in warnings]
+        if self.options.strict and found and verdict.status in (Status.CORRECT, Status.COMPILED):
+            codes = ", ".join(dict.fromkeys(w.code for w in found))
             verdict.details["unstrict_status"] = verdict.status.value
             verdict.status = Status.REJECTED
-            verdict.message = f"rejected under --strict: {codes} ({warnings[0].message})"
+            verdict.message = f"rejected under --strict: {codes} ({found[0].message})"
             verdict.speedup = verdict.speedup_compile = verdict.speedup_interval = None
         return self._stamp(verdict, started)
 
@@ -327,12 +334,12 @@ class Evaluator:
         worker, scratch = self._take_candidate_worker()
         self._candidate_log = worker.log_path
         self.broker.last_log = None
-        (scratch / "candidate.py").write_text(source)
         run = CandidateRun(self, worker, scratch, source, evaluation=next(self.counter))
+        run.files.write("candidate.py", source.encode())
         try:
             verdict = run.drive()
             worker.kill()  # before the Nsight Compute pass, which runs the candidate again in a worker of its own
-            self._nsight(verdict, scratch / "in-0.kt", source)
+            self._nsight(verdict, run.files, source)
             if verdict.status is Status.CORRECT and (tools := tools_for(self.options.sanitize, at_accept=False)):
                 apply_sanitizer(verdict, self.sanitize(source, tools))
             return verdict
@@ -341,7 +348,7 @@ class Evaluator:
             if self.prespawn and not self.closed:  # started only now, so its import never competes with this timing
                 self._spare = self.spawn_candidate_worker()
 
-    def _nsight(self, verdict: Verdict, inputs: Path, source: str) -> None:
+    def _nsight(self, verdict: Verdict, candidate_files: WorkerFiles, source: str) -> None:
         """Nsight Compute's digest of the kernels of one call of a correct CUDA kernel, as evidence, with the
         profile (see host/ncu.py)."""
         wanted = self.options.profile and self.options.ncu != "off" and self.device.startswith("cuda")
@@ -352,6 +359,11 @@ class Evaluator:
             return
         self.on_progress("ncu", "profiling the kernels with Nsight Compute")
         started = time.perf_counter()
+        try:
+            inputs = candidate_files.read(str(candidate_files.path("in-0.kt")), "in-0.kt")
+        except ProtocolViolation as exc:
+            verdict.evidence["ncu"] = {"skipped": f"the first trial's inputs are gone: {exc}"}
+            return
         verdict.evidence["ncu"] = ncu_pass(self, tool, inputs, source)
         verdict.phases_s["ncu"] = round(time.perf_counter() - started, 3)
 
@@ -383,8 +395,8 @@ class Evaluator:
 
     def _build_only(self, source: str) -> None:
         worker, scratch = self.spawn_candidate_worker()
-        (scratch / "candidate.py").write_text(source)
         run = CandidateRun(self, worker, scratch, source)
+        run.files.write("candidate.py", source.encode())
         try:
             run.load()
         except (Decided, WorkerGone, WorkerTimeout, ProtocolViolation, ReferenceLost):

@@ -211,7 +211,7 @@ def evidence_lines(entry: dict) -> list[str]:
     return [KernelDigest(**kernel).line() for kernel in entry.get("kernels", [])]
 
 
-def ncu_pass(evaluator: Evaluator, tool: str, inputs: Path, source: str) -> dict:
+def ncu_pass(evaluator: Evaluator, tool: str, inputs: bytes, source: str) -> dict:
     """Run the (already correct) candidate once more under ncu, in a fresh sandboxed worker, on the
     first trial's inputs; its builds come from the cache. The `ncu` evidence entry."""
     scratch = evaluator.scratch / f"ncu-{next(evaluator.counter)}"
@@ -219,8 +219,8 @@ def ncu_pass(evaluator: Evaluator, tool: str, inputs: Path, source: str) -> dict
     worker, _ = evaluator.spawn_candidate_worker(scratch, command_prefix(tool, log), install_binds(tool))
     run = CandidateRun(evaluator, worker, scratch, source, evaluation=next(evaluator.counter))
     try:
-        (scratch / "candidate.py").write_text(source)
-        shutil.copyfile(inputs, scratch / "in-0.kt")
+        run.files.write("candidate.py", source.encode())
+        run.files.write("in-0.kt", inputs)
         run.load()
         run.enter("ncu")
         worker.send({"cmd": "ncu", "inputs": str(scratch / "in-0.kt"), "range": RANGE})

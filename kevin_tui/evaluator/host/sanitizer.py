@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from kevin_tui.evaluator.host.candidate_run import CandidateRun, Decided, ReferenceLost
 from kevin_tui.evaluator.host.sandbox import Bind
+from kevin_tui.evaluator.host.scratch import WorkerFiles
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerTimeout
 from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import EnvironmentProblem, Status, Verdict
@@ -227,8 +228,8 @@ def run_tool(evaluator: Evaluator, sanitizer: str, tool: str, inputs: Path, sour
     run = CandidateRun(evaluator, worker, scratch, source, evaluation=next(evaluator.counter))
     failure = None
     try:
-        (scratch / "candidate.py").write_text(source)
-        shutil.copyfile(inputs, scratch / "in-0.kt")
+        run.files.write("candidate.py", source.encode())
+        run.files.write("in-0.kt", WorkerFiles(inputs.parent).read(str(inputs)))
         run.load()
         run.enter("sanitize")
         worker.send({"cmd": "sanitize", "inputs": str(scratch / "in-0.kt")})

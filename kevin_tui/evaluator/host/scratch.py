@@ -1,4 +1,5 @@
-"""Evaluation scratch directories, and the sweep that removes those whose owner died.
+"""Evaluation scratch directories, the one way the host touches files in them, and the sweep that removes
+those whose owner died.
 
 Each evaluator keeps its inputs, outputs and logs in a temporary directory (hundreds of MB on
 large problems) and removes it on `close()`. A caller killed with SIGKILL never gets there, so
@@ -8,12 +9,17 @@ and the next evaluator on the machine removes directories whose owner is gone.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
+import stat
 import tempfile
+import weakref
 from pathlib import Path
 
 from kevin_tui.evaluator.host.cgroups import sweep_orphans
+from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.processes import process_start
 
 PREFIX = "kevin-eval-"
@@ -66,3 +72,72 @@ def hand_out(library: Path, worker_scratch: Path) -> Path:
     if not target.exists():
         shutil.copyfile(library, target)
     return target
+
+
+PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}")
+
+
+def plain_name(name: str) -> bool:
+    """A file name the host may use in a worker's directory: no separator, no `..`, nothing hidden."""
+    return PLAIN_NAME.fullmatch(name) is not None
+
+
+class WorkerFiles:
+    """One worker's directory as the host touches it: the only way the host moves, writes or reads a file
+    there. Every name is the host's (a path a worker reports must be exactly the one expected), every
+    operation goes through a descriptor of the directory opened when the host made it (so a directory
+    swapped for a link later changes nothing) and refuses links and files with other names (hard links)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        weakref.finalize(self, os.close, self.fd)
+
+    def path(self, name: str) -> Path:
+        return self.root / name
+
+    def name_of(self, reported: str, expected: str | None = None) -> str:
+        """The name of the file `reported`, which must lie directly in this directory (and be `expected`)."""
+        path = Path(reported)
+        if path.parent != self.root or not plain_name(path.name) or expected not in (None, path.name):
+            what = f"the file {expected}" if expected else "a file"
+            raise ProtocolViolation(f"{reported[:120]!r} is not {what} in the worker's own directory")
+        return path.name
+
+    def _own_file(self, name: str) -> os.stat_result:
+        try:
+            info = os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except OSError:
+            raise ProtocolViolation(f"the worker reported {name}, which does not exist") from None
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            raise ProtocolViolation(f"{name} is not a plain file of its own (a link?)")
+        return info
+
+    def move_to(self, reported: str, target: WorkerFiles, name: str, expected: str | None = None) -> Path:
+        """Move the file a worker reported out of its reach into `target` as `name`; its new path."""
+        source = self.name_of(reported, expected)
+        info = self._own_file(source)
+        os.rename(source, name, src_dir_fd=self.fd, dst_dir_fd=target.fd)
+        if os.stat(name, dir_fd=target.fd, follow_symlinks=False).st_ino != info.st_ino:
+            raise ProtocolViolation(f"{source} was swapped while it was being taken")
+        return target.path(name)
+
+    def read(self, reported: str, expected: str | None = None) -> bytes:
+        name = self.name_of(reported, expected)
+        self._own_file(name)
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self.fd)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise ProtocolViolation(f"{name} is not a plain file")
+            return handle.read()
+
+    def write(self, name: str, data: bytes) -> Path:
+        """A new file of the host's in this directory (whatever stood under that name is replaced, not followed)."""
+        if not plain_name(name):
+            raise ValueError(f"not a plain file name: {name!r}")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=self.fd)
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=self.fd)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        return self.path(name)

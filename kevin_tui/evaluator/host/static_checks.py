@@ -3,9 +3,12 @@
 They are warnings by default and make the verdict `rejected` under --strict. They look at code, not
 at strings: a custom kernel is a real call to `load_inline`/`load` (through any import alias) or a
 `@triton.jit` function, not the word in a docstring; PyTorch compute is looked for in the whole
-module (helpers included), through aliases, tensor methods and the `@` operator. The runtime
-evidence the host adds afterwards (the builds it made, the ops forward dispatched) is what settles
-whether a kernel really ran; these catch what passes at runtime yet defeats the purpose.
+module (helpers included), through aliases, tensor methods and the `@` operator. They see through
+names: constant `getattr(torch, "ma" + "tmul")`, `vars(F)["relu"]` and `importlib.import_module("...")`
+are read as the attribute or module they name, references to compute functions count as well as calls,
+and a name bound more than once (a base class rebound to the reference) is never taken on trust. The
+runtime evidence the host adds afterwards (the builds it made, the ops forward dispatched) is what
+settles whether a kernel really ran; these catch what passes at runtime yet defeats the purpose.
 """
 
 from __future__ import annotations
@@ -37,6 +40,11 @@ DANGEROUS_MODULES = {"subprocess", "socket", "multiprocessing", "urllib", "reque
 INTROSPECTION = {"sys._getframe", "sys.settrace", "sys.setprofile", "gc.get_referrers", "gc.get_objects"}
 INTROSPECTION_MODULES = {"inspect", "gc", "ctypes", "cffi", "_ctypes"}
 PATCHABLE_ROOTS = {"torch", "time", "os", "sys", "builtins", "np", "numpy", "timeit", "F", "nn", "kevin_tui"}
+MATMUL_DUNDERS = {"__matmul__", "__rmatmul__", "__imatmul__"}
+MATMUL_FUNCTIONS = {"operator.matmul", "operator.imatmul", "operator.__matmul__", "operator.__imatmul__"}
+TORCH_OP_NAMESPACES = ("torch.ops.", "torch._C._nn.", "torch._C._VariableFunctions.", "torch._C._linalg.")
+EXIT_METHODS = {"__exit__", "__aexit__"}
+EXIT_STACKS = {"contextlib.ExitStack", "contextlib.AsyncExitStack"}
 STREAM_PATTERN = re.compile(
     r"cudaStreamCreate|getStreamFromPool|torch\.cuda\.Stream\b|torch\.cuda\.stream\(|cuda\.Stream\("
 )
@@ -56,6 +64,66 @@ def dotted_name(node: ast.AST) -> str | None:
 
 def strip_c_comments(text: str) -> str:
     return re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
+
+
+def _constant_string(node: ast.AST) -> str | None:
+    """The value of a string the source spells out: a constant, constants added, an f-string of constants."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _constant_string(node.left), _constant_string(node.right)
+        return left + right if left is not None and right is not None else None
+    if isinstance(node, ast.JoinedStr):
+        parts = [_constant_string(v) for v in node.values]
+        return "".join(parts) if all(p is not None for p in parts) else None  # type: ignore[arg-type]
+    return None
+
+
+def _dotted_node(name: str) -> ast.expr:
+    parts = name.split(".")
+    node: ast.expr = ast.Name(parts[0], ast.Load())
+    for part in parts[1:]:
+        node = ast.Attribute(node, part, ast.Load())
+    return node
+
+
+class _SeeThrough(ast.NodeTransformer):
+    """Rewrites what names an attribute or a module by a constant into that attribute or module:
+    `getattr(torch, "re" + "lu")` -> `torch.relu`, `vars(F)["gelu"]` and `F.__dict__["gelu"]` -> `F.gelu`,
+    `x.__getattribute__("relu")` -> `x.relu`, `importlib.import_module("torch.nn.functional")` -> that module."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        func, args = node.func, node.args
+        name = dotted_name(func)
+        if name == "getattr" and len(args) in (2, 3) and (attr := _constant_string(args[1])) and attr.isidentifier():
+            return ast.copy_location(ast.Attribute(args[0], attr, ast.Load()), node)
+        if name == "object.__getattribute__" and len(args) == 2 and (attr := _constant_string(args[1])):
+            return ast.copy_location(ast.Attribute(args[0], attr, ast.Load()), node)
+        dunder = isinstance(func, ast.Attribute) and func.attr == "__getattribute__" and len(args) == 1
+        if dunder and isinstance(func, ast.Attribute) and (attr := _constant_string(args[0])) and attr.isidentifier():
+            return ast.copy_location(ast.Attribute(func.value, attr, ast.Load()), node)
+        if name in ("importlib.import_module", "import_module", "__import__") and args:
+            module = _constant_string(args[0])
+            if module and all(part.isidentifier() for part in module.split(".")):
+                return ast.copy_location(_dotted_node(module), node)
+        return node
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        key = _constant_string(node.slice)
+        if not key or not key.isidentifier():
+            return node
+        owner = node.value
+        if isinstance(owner, ast.Attribute) and owner.attr == "__dict__":
+            return ast.copy_location(ast.Attribute(owner.value, key, ast.Load()), node)
+        if isinstance(owner, ast.Call) and dotted_name(owner.func) == "vars" and len(owner.args) == 1:
+            return ast.copy_location(ast.Attribute(owner.args[0], key, ast.Load()), node)
+        return node
+
+
+def see_through(tree: ast.Module) -> ast.Module:
+    return ast.fix_missing_locations(_SeeThrough().visit(tree))
 
 
 class _DropStrings(ast.NodeTransformer):
@@ -106,20 +174,85 @@ class Aliases(ast.NodeVisitor):
         return f"{full}.{rest}" if rest else full
 
 
-def _plain_module_base(base: ast.expr, aliases: Aliases) -> bool:
-    """nn.Module (through any alias) or a class the candidate defines itself from it; anything computed
-    at runtime (sys.modules[...].Model) or named Model is not."""
+def bindings(tree: ast.Module) -> dict[str, int]:
+    """How many times each name is bound anywhere in the module (assignments, imports, definitions, loop
+    and `with` targets, `del`, `globals()[...]`); "*" counts writes through `globals()` with a computed key."""
+    counts: dict[str, int] = {}
+
+    def bound(name: str) -> None:
+        counts[name] = counts.get(name, 0) + 1
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            bound(node.id)
+        elif isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            bound(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for a in node.names:
+                bound((a.asname or a.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound(node.name)
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del):
+            owner = node.value
+            if isinstance(owner, ast.Call) and dotted_name(owner.func) in ("globals", "vars", "locals"):
+                key = _constant_string(node.slice)
+                bound(key if key else "*")
+        elif _globals_update(node):
+            bound("*")
+    return counts
+
+
+def _globals_update(node: ast.AST) -> bool:
+    """`globals().update(...)` (or vars()): binds names nobody can read off the source."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update"):
+        return False
+    owner = node.func.value
+    return isinstance(owner, ast.Call) and dotted_name(owner.func) in ("globals", "vars")
+
+
+def _setattr_name(node: ast.AST) -> str | None:
+    """The attribute a `setattr(x, "name", ...)` call sets, when the source spells it out."""
+    if isinstance(node, ast.Call) and dotted_name(node.func) == "setattr" and len(node.args) >= 2:
+        return _constant_string(node.args[1])
+    return None
+
+
+def _plain_module_base(base: ast.expr, aliases: Aliases, tree: ast.Module, seen: frozenset[str] = frozenset()) -> bool:
+    """nn.Module (through any alias) or a class the candidate defines itself, once, from plain bases; anything
+    computed at runtime (sys.modules[...].Model), named Model, or bound more than once is not."""
     name = dotted_name(base)
     if name is None:
         return False
-    return aliases.resolve(name) in ("torch.nn.Module", "torch.nn.modules.module.Module") or (
-        "." not in name and name not in ("Model",) and name in aliases.local_classes
-    )
+    if aliases.resolve(name) in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+        return True
+    if "." in name or name == "Model" or name in seen or name not in aliases.local_classes:
+        return False
+    counts = bindings(tree)
+    if counts.get(name, 0) != 1 or counts.get("*"):
+        return False
+    (definition,) = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name]
+    return all(_plain_module_base(b, aliases, tree, seen | {name}) for b in definition.bases)
 
 
 def _model_new(tree: ast.Module) -> ast.ClassDef | None:
     found = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"]
     return found[-1] if found else None
+
+
+def _class_rebinding(tree: ast.Module) -> str | None:
+    """Why ModelNew may not be the class its definition says: it is bound again, or some class's bases
+    or type are assigned."""
+    counts = bindings(tree)
+    if counts.get("ModelNew", 0) > 1 or counts.get("*"):
+        return "ModelNew is bound more than once (the name can end up meaning another class)"
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        for target in targets:
+            if isinstance(target, ast.Attribute) and target.attr in ("__bases__", "__class__", "__mro__"):
+                return f"assigns {ast.unparse(target)[:60]}"
+        if _setattr_name(node) in ("__bases__", "__class__"):
+            return "sets a class's bases with setattr"
+    return None
 
 
 def _nn_module_attrs(tree: ast.AST, aliases: Aliases) -> set[str]:
@@ -148,11 +281,34 @@ def _extensions(tree: ast.Module, aliases: Aliases) -> set[str]:
     return names - {""}
 
 
+def _torch_compute(full: str) -> bool:
+    """A PyTorch compute function by its resolved name (torch.relu, F.gelu, torch.ops.aten.mm, ...)."""
+    last = full.rsplit(".", 1)[-1]
+    return (
+        full.startswith("torch.nn.functional.")
+        or full.startswith(TORCH_OP_NAMESPACES)
+        or (full.startswith("torch.") and last in TORCH_COMPUTE)
+        or full in MATMUL_FUNCTIONS
+    )
+
+
+def _compute_references(tree: ast.Module, aliases: Aliases) -> list[str]:
+    """Compute functions named without being called right there (kept in a list, passed along, `x.__matmul__`)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            if node.attr in MATMUL_DUNDERS:
+                found.append(f".{node.attr}")
+            elif (name := dotted_name(node)) and _torch_compute(aliases.resolve(name)):
+                found.append(name)
+    return found
+
+
 def _compute_calls(tree: ast.Module, aliases: Aliases) -> list[str]:
     """PyTorch compute anywhere in the module: torch.X, F.X, nn modules called, tensor methods, `@`."""
     module_attrs = _nn_module_attrs(tree, aliases)
     extensions = _extensions(tree, aliases)
-    found: list[str] = []
+    found: list[str] = _compute_references(tree, aliases)
     for node in ast.walk(tree):
         if isinstance(node, ast.BinOp | ast.AugAssign) and isinstance(node.op, ast.MatMult):
             found.append("the @ operator")
@@ -165,7 +321,7 @@ def _compute_calls(tree: ast.Module, aliases: Aliases) -> list[str]:
             continue
         full = aliases.resolve(name)
         last = full.rsplit(".", 1)[-1]
-        if full.startswith("torch.nn.functional.") or (full.startswith("torch.") and last in TORCH_COMPUTE):
+        if _torch_compute(full):
             found.append(name)
         elif name.startswith("self.") and name.count(".") == 1 and name[5:] in module_attrs:
             found.append(f"{name} (an nn module)")
@@ -185,6 +341,12 @@ def _builds(tree: ast.Module, aliases: Aliases) -> bool:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and (name := dotted_name(node.func)) and aliases.resolve(name) in BUILD_FUNCTIONS:
             return True
+    return has_triton_kernel(tree, aliases)
+
+
+def has_triton_kernel(tree: ast.Module, aliases: Aliases) -> bool:
+    """A @triton.jit (or autotuned) function: a kernel that never goes through the host's builds."""
+    for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             for decorator in node.decorator_list:
                 target = decorator.func if isinstance(decorator, ast.Call) else decorator
@@ -193,7 +355,41 @@ def _builds(tree: ast.Module, aliases: Aliases) -> bool:
     return False
 
 
+def _exit_can_swallow(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """An `__exit__` that can return something true swallows the exception of its `with` block."""
+    returns = [n for n in ast.walk(node) if isinstance(n, ast.Return) and n.value is not None]
+    return any(not (isinstance(r.value, ast.Constant) and r.value.value in (None, False)) for r in returns)
+
+
+def _swallowing_context_managers(tree: ast.Module, aliases: Aliases) -> bool:
+    """Home-made context managers that can swallow: an `__exit__` that may return true, one bound any other way
+    (a lambda, setattr, a dict for type()), or exit callbacks pushed onto an ExitStack."""
+    stacks = any(
+        isinstance(n, ast.Call) and (name := dotted_name(n.func)) and aliases.resolve(name) in EXIT_STACKS
+        for n in ast.walk(tree)
+    )
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in EXIT_METHODS:
+            if _exit_can_swallow(node):
+                return True
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name | ast.Attribute) and getattr(t, "id", getattr(t, "attr", "")) in EXIT_METHODS
+                   for t in targets):  # fmt: skip
+                return True
+        elif isinstance(node, ast.Dict) and any(_constant_string(k) in EXIT_METHODS for k in node.keys if k):
+            return True
+        elif isinstance(node, ast.Call):
+            if _setattr_name(node) in EXIT_METHODS:
+                return True
+            if stacks and isinstance(node.func, ast.Attribute) and node.func.attr in ("push", "push_async_exit"):
+                return True
+    return False
+
+
 def _fallbacks(tree: ast.Module, aliases: Aliases) -> bool:
+    if _swallowing_context_managers(tree, aliases):
+        return True
     for node in ast.walk(tree):
         if isinstance(node, ast.Try) and node.handlers:
             return True
@@ -258,9 +454,17 @@ def _patchable(name: str, aliases: Aliases) -> bool:
     return name.split(".")[0] in PATCHABLE_ROOTS or aliases.resolve(name).split(".")[0] in PATCHABLE_ROOTS
 
 
+def uses_triton(source: str) -> bool:
+    """A @triton.jit kernel in the source (it runs without any build the host makes)."""
+    tree = see_through(ast.parse(source))
+    aliases = Aliases()
+    aliases.visit(tree)
+    return has_triton_kernel(tree, aliases)
+
+
 def run_static_checks(source: str) -> list[Warning_]:
     """All static findings for a candidate that parses; [] means nothing suspicious."""
-    tree = ast.parse(source)
+    tree = see_through(ast.parse(source))
     aliases = Aliases()
     aliases.visit(tree)
     code_text = strip_c_comments("\n".join(string_constants(tree)))
@@ -275,10 +479,13 @@ def run_static_checks(source: str) -> list[Warning_]:
     if ops := _compute_calls(tree, aliases):
         add("torch_compute_ops", f"the candidate computes with PyTorch ops: {', '.join(ops[:6])}")
     if _fallbacks(tree, aliases):
-        add("try_except_fallback", "try/except or contextlib.suppress: a fallback to PyTorch hides a failing kernel")
+        add("try_except_fallback", "try/except, contextlib.suppress or a context manager whose __exit__ can swallow "
+            "exceptions: a fallback to PyTorch hides a failing kernel")  # fmt: skip
     cls = _model_new(tree)
-    if cls is not None and (odd := [b for b in cls.bases if not _plain_module_base(b, aliases)]):
+    if cls is not None and (odd := [b for b in cls.bases if not _plain_module_base(b, aliases, tree)]):
         add("subclass_reference", f"ModelNew subclasses {ast.unparse(odd[0])[:80]}, not nn.Module (the reference?)")
+    elif why := _class_rebinding(tree):
+        add("subclass_reference", f"{why}: ModelNew may be the reference")
     if STREAM_PATTERN.search(code_text) or STREAM_PATTERN.search(py_text):
         add("creates_streams", "the candidate creates CUDA streams: work on them can escape the timer")
     if calls := _calls_in(tree, aliases, DANGEROUS, DANGEROUS_MODULES):

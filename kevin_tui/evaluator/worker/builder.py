@@ -3,7 +3,9 @@
 It runs no candidate Python, only compilers on the candidate's sources with flags the host has
 already checked and normalised; loading the library (and running its static initialisers) happens in
 the candidate worker. It tries the light CUDA headers first (a failing light build falls back to the
-standard headers, remembered per directory), and uses a precompiled torch/extension.h for g++.
+standard headers, remembered per directory), and uses a precompiled torch/extension.h for g++, which
+it sees read-only. The same role, asked for `pch`, is the trusted step that makes such a header: it
+compiles only torch's header, into a fresh directory the host then checks and stores.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 from kevin_tui.evaluator.worker.channel import Channel
 from kevin_tui.evaluator.worker.common import EnvironmentProblem, log_stage, short_traceback
 from kevin_tui.evaluator.worker.light_headers import light_prelude, undefined_names, without_heavy_includes
-from kevin_tui.evaluator.worker.pch import pch_flags
+from kevin_tui.evaluator.worker.pch import build_pch, pch_flags, pch_key
 
 
 def require_cuda_toolchain() -> None:
@@ -87,7 +89,7 @@ class Builder:
     def __init__(self, request: dict[str, Any]) -> None:
         self.spec = request["spec"]
         self.directory = Path(request["directory"])
-        self.cache_root = Path(request["cache_root"])
+        self.pch_store, self.pch_key = Path(request["pch_store"]), request["pch_key"]
         self.headers = "standard"
 
     def common_kwargs(self, cpp_flags: list[str]) -> dict[str, Any]:
@@ -116,7 +118,7 @@ class Builder:
         flags = list(spec["extra_cflags"])
         log_stage(f"build {spec['name']}: {'nvcc and ' if cuda else ''}g++ {' '.join(flags)}".rstrip())
         if implicit or spec["kind"] == "files":
-            flags = pch_flags(self.cache_root, flags, spec["extra_include_paths"]) + flags
+            flags = pch_flags(self.pch_store, self.pch_key) + flags
         log_stage("compiling and linking (the compiler's messages are shown if it fails)")
         if spec["kind"] == "files":
             source_dir = self.directory / "sources"
@@ -161,7 +163,19 @@ def is_build_failure(exc: BaseException) -> bool:
     return any(marker in str(exc) for marker in BUILD_FAILURE_MARKERS)
 
 
+def make_pch(request: dict[str, Any], channel: Channel) -> None:
+    """The trusted header step: say which header these flags need, and make it when the host asks."""
+    key = pch_key(request["extra_cflags"], request["include_paths"])
+    channel.emit("pch_key", key=key)
+    if key and channel.expect("pch_build"):
+        message = build_pch(Path(request["directory"]), request["extra_cflags"], request["include_paths"])
+        channel.emit("pch_built", message=message)
+
+
 def run_builder(request: dict[str, Any], channel: Channel) -> None:
+    if request["cmd"] == "pch":
+        make_pch(request, channel)
+        return
     builder = Builder(request)
     started = time.perf_counter()
     try:

@@ -14,7 +14,7 @@ import torch._dynamo
 
 from kevin_tui.evaluator.worker import common, tensorfile
 from kevin_tui.evaluator.worker.build_client import PROFILING, BuildClient
-from kevin_tui.evaluator.worker.capture import aliases, model_tensors, no_modes, snapshot
+from kevin_tui.evaluator.worker.capture import aliases, leaves, model_tensors, no_modes, snapshot
 from kevin_tui.evaluator.worker.channel import Channel
 from kevin_tui.evaluator.worker.guards import IdentityGuard, LeftoverGuard
 from kevin_tui.evaluator.worker.inputs import Pool
@@ -29,6 +29,17 @@ class Failure(Exception):
     def __init__(self, status: str, message: str, **details: Any) -> None:
         super().__init__(message)
         self.status, self.message, self.details = status, message, details
+
+
+def scribble(value: Any) -> None:
+    """Fill what the reference left behind with NaN before it is freed, and the allocator's free memory of the
+    same sizes too, so that memory a kernel forgets to write holds no answer (uninitialised reads show)."""
+    tensors = [t for t in leaves(value) if type(t) is torch.Tensor and t.is_floating_point()]
+    with torch.no_grad():
+        for tensor in tensors:
+            tensor.fill_(float("nan"))
+        garbage = [torch.full_like(t, float("nan")) for t in tensors for _ in range(2)]
+    del garbage
 
 
 class CandidateRun:
@@ -196,7 +207,7 @@ class CandidateRun:
             outputs[order], found = out, found or out_aliases
             if order == "before":
                 with torch.no_grad():
-                    self.reference(*common.clone(args))
+                    scribble(self.reference(*common.clone(args)))
                 common.synchronize(self.device)
         assert first is not None
         if self.previous_args is not None:  # a call on other inputs must leave this call's output alone
@@ -207,6 +218,35 @@ class CandidateRun:
         self.previous_args = args
         path = self.scratch / f"out-{index}.kt"
         write_record(path, outputs, found)
+        self.channel.emit("trial_done", index=index, path=str(path))
+
+    def changed(self, command: dict[str, Any]) -> None:
+        """The first trial's input objects called again after their values change in place, and the model's
+        parameters too when they are the reference's (same names and shapes, nothing derived beside them):
+        what an optimizer step does. A kernel that caches by identity or data_ptr answers stale."""
+        index = command["index"]
+        new_args, new_params = tensorfile.read(Path(command["inputs"]))
+        given = common.clone(self.first_args)
+        self.forward(given, "forward (before its inputs and parameters change in place)")
+        params = dict(self.model.named_parameters())
+        mine = {k: tuple(v.shape) for k, v in self.model.state_dict().items()}
+        theirs = {k: tuple(v.shape) for k, v in self.reference.state_dict().items()}
+        follow = mine == theirs and {name for name, _ in new_params} == set(params)
+        saved = {name: p.detach().clone() for name, p in params.items()} if follow else {}
+        with torch.no_grad():
+            for old, new in zip(given, new_args, strict=True):
+                if isinstance(old, torch.Tensor) and isinstance(new, torch.Tensor):
+                    old.copy_(new)
+            for name, value in new_params if follow else []:
+                params[name].copy_(value)
+        try:
+            out, out_aliases, _ = self.forward(given, "forward (after its inputs and parameters changed in place)")
+        finally:
+            with torch.no_grad():
+                for name, value in saved.items():
+                    params[name].copy_(value)
+        path = self.scratch / f"out-{index}.kt"
+        write_record(path, {"parameters" if follow else "inputs": out}, out_aliases)
         self.channel.emit("trial_done", index=index, path=str(path))
 
     # -- timing ------------------------------------------------------------------------
@@ -242,8 +282,9 @@ class CandidateRun:
                           "with their call's inputs, which the reference's output never does")  # fmt: skip
 
     def serve(self) -> None:
-        handlers = {"trial": self.trial, "pool": self.pool, "round": self.round, "count": self.count,
-                    "profile": self.profile, "ncu": self.ncu, "sanitize": self.sanitize}  # fmt: skip
+        handlers = {"trial": self.trial, "changed": self.changed, "pool": self.pool, "round": self.round,
+                    "count": self.count, "profile": self.profile, "ncu": self.ncu,
+                    "sanitize": self.sanitize}  # fmt: skip
         while (command := self.channel.next_command())["cmd"] != "exit":
             handlers[command["cmd"]](command)
 

@@ -48,9 +48,9 @@ def _storages(values: list[Any]) -> list[tuple[int, int]]:
     return spans
 
 
-def _leaves(value: Any) -> list[Any]:
+def leaves(value: Any) -> list[Any]:
     if type(value) in (tuple, list):
-        return [leaf for item in value for leaf in _leaves(item)]
+        return [leaf for item in value for leaf in leaves(item)]
     return [value]
 
 
@@ -59,7 +59,7 @@ def aliases(output: Any, inputs: list[Any], parameters: list[Any]) -> list[str]:
     found = []
     named = [(f"input {i}", span) for i, span in enumerate(_storages(inputs))]
     named += [("a parameter or buffer", span) for span in _storages(parameters)]
-    for index, (start, end) in enumerate(_storages(_leaves(output))):
+    for index, (start, end) in enumerate(_storages(leaves(output))):
         for name, (other_start, other_end) in named:
             if start < other_end and other_start < end:
                 found.append(f"output {index} shares memory with {name}")

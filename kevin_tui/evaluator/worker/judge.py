@@ -153,6 +153,67 @@ def compare_number(ref: float, got: float, atol: float | None, rtol: float | Non
     return None if matches else {"reason": f"{where}{got!r}, expected {ref!r} (atol {atol:g}, rtol {rtol:g})"[:300]}
 
 
+AGREEMENT_SHARE = 0.5  # two runs on identical inputs may differ by this share of the tolerance (atomics' rounding)
+
+
+def _flat(value: Any) -> list[torch.Tensor | None]:
+    """The tensors of a structure in order (reference tensors or Leaf objects read back; None for the rest)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, Leaf):
+        return [value.tensor]
+    if type(value) in (tuple, list):
+        return [t for item in value for t in _flat(item)]
+    return [None]
+
+
+def _leaf_pairs(*values: Any) -> list[tuple[torch.Tensor, ...]]:
+    """The tensors at the same places of structures the judge already found alike."""
+    return [group for group in zip(*map(_flat, values), strict=False) if all(t is not None for t in group)]
+
+
+def disagreement(ref: Any, a: Any, b: Any, atol: float | None, rtol: float | None) -> str | None:
+    """Why two runs on identical inputs, each within tolerance of the reference, do not agree with each
+    other (uninitialised memory, a race), or None. Exact for integers; for floats within half the tolerance,
+    so the rounding of atomics in another order passes."""
+    for r, x, y in _leaf_pairs(ref, a, b):
+        if not r.is_floating_point():
+            if not torch.equal(x, y):
+                return f"{int((x != y).sum())} of {r.numel()} values differ between the two runs"
+            continue
+        atol_, rtol_ = tolerance_for(r.dtype, atol, rtol)
+        work = torch.float64 if r.dtype == torch.float64 else torch.float32
+        r, x, y = r.to(work), x.to(work), y.to(work)
+        finite = torch.isfinite(r)
+        if not bool(finite.any()):
+            continue
+        r, x, y = r[finite], x[finite], y[finite]
+        allowed = AGREEMENT_SHARE * (min(atol_, rtol_ * float(r.abs().max())) + rtol_ * r.abs())
+        apart = (x - y).abs()
+        if bool((apart > allowed).any()):
+            return (f"{int((apart > allowed).sum())} of {r.numel()} values differ between the two runs "
+                    f"(by up to {float(apart.max()):.3g})")  # fmt: skip
+    return None
+
+
+def tolerance_share(ref64: Any, got: Any, dtype_of: Any, atol: float | None, rtol: float | None) -> float | None:
+    """The largest error of `got` against a float64 reference, as a share of the tolerance its dtype allows
+    (`dtype_of`: the float32 reference, whose dtypes set the tolerance); None when nothing is comparable."""
+    shares = []
+    for r64, x, r in _leaf_pairs(ref64, got, dtype_of):
+        if not r.is_floating_point() or r.dtype == torch.float64 or r64.shape != x.shape:
+            continue
+        atol_, rtol_ = tolerance_for(r.dtype, atol, rtol)
+        r64, x = r64.to(torch.float64), x.to(torch.float64)
+        finite = torch.isfinite(r64) & torch.isfinite(x)
+        if not bool(finite.any()):
+            continue
+        r64, x = r64[finite], x[finite]
+        allowed = min(atol_, rtol_ * float(r64.abs().max())) + rtol_ * r64.abs()
+        shares.append(float(((x - r64).abs() / allowed.clamp_min(1e-300)).max()))
+    return max(shares) if shares else None
+
+
 def same_output(a: Any, b: Any) -> bool:
     """Two candidate outputs read from files are identical (a repeated, stale answer)."""
     if isinstance(a, Leaf) and isinstance(b, Leaf):
@@ -179,4 +240,11 @@ def judge_trial(
         checks.append(Check(f"output {name}", False, problem["reason"]))
         problem["order"] = order
         return Judgement(False, checks, problem, f"wrong output in {name}: {problem['reason']}")
+    pair = list(runs.values())
+    if len(pair) == 2 and (why := disagreement(ref, pair[0], pair[1], atol, rtol)):
+        message = f"{label}: two runs on identical inputs disagree, {why} (uninitialised memory or a race?)"
+        checks.append(Check(f"{label}: the same answer twice", False, why))
+        return Judgement(False, checks, {"reason": message}, message)
+    if len(runs) == 2:
+        checks.append(Check(f"{label}: the same answer twice", True))
     return Judgement(True, checks)

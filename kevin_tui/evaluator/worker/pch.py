@@ -1,9 +1,14 @@
-"""A precompiled header of torch/extension.h, kept in our cache (runs inside the candidate worker).
+"""A precompiled header of torch/extension.h, kept in our cache (runs in builder workers).
 
 Parsing torch/extension.h is most of a load_inline build (about 30 s of g++ on these machines,
-for a ten-line kernel). We compile it once per set of flags into `<cache>/pch/<key>/` and add
-`-include <that header>` to the C++ flags; g++ then loads the .gch instead of parsing, and the
-`#include <torch/extension.h>` that load_inline prepends becomes a no-op.
+for a ten-line kernel). We compile it once per set of flags and add `-include <that header>` to the
+C++ flags; g++ then loads the .gch instead of parsing, and the `#include <torch/extension.h>` that
+load_inline prepends becomes a no-op.
+
+A header is made only by a trusted step of its own (no candidate source, only torch's header and the
+checked flags, writing only into a fresh directory); the host checks it and moves it into
+`<cache>/pch/<key>/`, which every builder sees read-only, so no build can change a header another
+build uses (see host/cache.py for the store's cap and eviction).
 
 torch has `load_inline(use_pch=True)`, but it writes the .gch into torch's own install directory,
 any build without it deletes that file again, and concurrent builds race on it. Ours is keyed,
@@ -13,14 +18,12 @@ back to a normal build: the PCH only ever saves time.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
 import inspect
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -30,6 +33,7 @@ from pathlib import Path
 from kevin_tui.evaluator.worker.common import log_stage
 
 HEADER = "torch_extension_pch.h"
+HEADER_TEXT = "#include <torch/extension.h>\n"
 
 
 def cxx_compiler() -> str:
@@ -72,105 +76,43 @@ def pch_relevant(flags: list[str]) -> list[str]:
     return [f for f in flags if not (f.startswith("-W") and not f.startswith("-Wp,")) and f != "-w"]
 
 
-DEFAULT_MAX_GB = "2"  # two headers (~0.8 GB each: e.g. -O2 and -O3); a third flag set evicts the oldest
+def pch_key(extra_cflags: list[str], include_paths: list[str]) -> str:
+    """The store key of the header these flags need ('' where no PCH can be used: not g++, not Linux)."""
+    if not sys.platform.startswith("linux") or not is_gcc(cxx_compiler()):
+        return ""
+    import torch
+
+    probe = pch_command(Path(HEADER), Path(HEADER + ".gch"), pch_relevant(extra_cflags), include_paths)
+    return hashlib.sha256(f"{torch.__version__}\0{shlex.join(probe)}".encode()).hexdigest()[:20]
 
 
-def max_bytes() -> int:
-    return int(float(os.environ.get("KEVIN_TUI_PCH_MAX_GB", DEFAULT_MAX_GB)) * (1 << 30))
-
-
-def directory_bytes(path: Path) -> int:
-    total = 0
-    for f in path.rglob("*"):
-        with contextlib.suppress(OSError):  # removed while we walk: another build evicted it
-            total += f.stat().st_size if f.is_file() else 0
-    return total
+def build_pch(directory: Path, extra_cflags: list[str], include_paths: list[str]) -> str:
+    """Compile the header into `directory` (a fresh one of the trusted step's own); '' or why it failed."""
+    header = directory / HEADER
+    header.write_text(HEADER_TEXT)
+    log_stage("precompiling torch/extension.h for these compiler flags (once per flag set, about a minute)")
+    command = pch_command(header, directory / (HEADER + ".gch"), pch_relevant(extra_cflags), include_paths)
+    result = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        return f"no precompiled header ({result.stderr[-500:]})"
+    log_stage("precompiled header ready")
+    return ""
 
 
 _held: list = []  # shared locks on the headers this process uses, released when it exits
 
 
-def admit(directory: Path) -> bool:
-    """Whether to build a new header here. When it would not fit beside the others, a flag set seen for
-    the first time builds without one (a build that makes a header takes about twice as long as one
-    without) and gets its header when it comes back, evicting the least recently used."""
-    sizes = []
-    for other in directory.parent.iterdir():
-        with contextlib.suppress(OSError):  # another build may be evicting it right now
-            sizes.append((other / (HEADER + ".gch")).stat().st_size)
-    if not sizes or directory_bytes(directory.parent) + max(sizes) <= max_bytes():
-        return True
-    wanted = directory / ".wanted"
-    if wanted.exists():
-        return True
-    wanted.touch()
-    return False
-
-
-def evict(pch_root: Path, keep: Path, limit: int) -> list[Path]:
-    """Remove least recently used headers until the total fits `limit`; headers in use (locked) stay."""
-    entries = []
-    for directory in pch_root.iterdir():
-        if directory.is_dir() and directory != keep:
-            stamp = directory / ".used"
-            entries.append((stamp.stat().st_mtime if stamp.exists() else 0.0, directory))
-    total = directory_bytes(pch_root)
-    removed = []
-    for _, directory in sorted(entries):
-        if total <= limit:
-            break
-        with open(directory / ".lock", "a") as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                continue  # a build is using it
-            size = directory_bytes(directory)
-            shutil.rmtree(directory, ignore_errors=True)
-        total -= size
-        removed.append(directory)
-    return removed
-
-
-def remove_partials(directory: Path) -> None:
-    """Half-written headers (up to ~0.8 GB each) of builds killed mid-way (the user quit): called
-    under the directory's exclusive lock, so no live build is writing one."""
-    for partial in directory.glob(f"{HEADER}.gch.*"):
-        partial.unlink(missing_ok=True)
-
-
-def pch_flags(cache_root: Path, extra_cflags: list[str], include_paths: list[str]) -> list[str]:
-    """Flags that make g++ use a PCH of torch/extension.h built for these flags; [] when unavailable."""
-    if not sys.platform.startswith("linux") or not is_gcc(cxx_compiler()):
+def pch_flags(store: Path, key: str) -> list[str]:
+    """Flags that make g++ use the stored header `key` (read-only here; the host made and checked it), held
+    under a shared lock so that it is not evicted during this build; [] when there is none."""
+    directory = store / key
+    header = directory / HEADER
+    if not key or not (directory / (HEADER + ".gch")).is_file():
         return []
-    import torch
-
-    extra_cflags = pch_relevant(extra_cflags)
-    probe = pch_command(Path(HEADER), Path(HEADER + ".gch"), extra_cflags, include_paths)
-    key = hashlib.sha256(f"{torch.__version__}\0{shlex.join(probe)}".encode()).hexdigest()[:20]
-    directory = cache_root / "pch" / key
-    directory.mkdir(parents=True, exist_ok=True)
-    header, gch = directory / HEADER, directory / (HEADER + ".gch")
-    lock = open(directory / ".lock", "a")  # noqa: SIM115  held (shared) for the rest of this build
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    if not gch.exists() and not admit(directory):
-        lock.close()
+    try:
+        lock = open(directory / ".lock")  # noqa: SIM115  held for the rest of this build
+    except OSError:
         return []
-    if not gch.exists():
-        remove_partials(directory)
-        log_stage("precompiling torch/extension.h for these compiler flags (once per flag set, about a minute)")
-        header.write_text("#include <torch/extension.h>\n")
-        partial = directory / f"{HEADER}.gch.{os.getpid()}"
-        command = pch_command(header, partial, extra_cflags, include_paths)
-        result = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-        if result.returncode != 0:
-            partial.unlink(missing_ok=True)
-            lock.close()
-            print(f"kevin-tui: no precompiled header ({result.stderr[-500:]})", file=sys.stderr)
-            return []
-        partial.rename(gch)
-        log_stage("precompiled header ready")
     fcntl.flock(lock, fcntl.LOCK_SH)
     _held.append(lock)
-    (directory / ".used").touch()
-    evict(directory.parent, directory, max_bytes())
     return ["-include", str(header)]

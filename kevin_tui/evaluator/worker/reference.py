@@ -16,7 +16,7 @@ from kevin_tui.evaluator.worker import common, tensorfile
 from kevin_tui.evaluator.worker.capture import aliases, model_tensors, no_modes, snapshot
 from kevin_tui.evaluator.worker.channel import Channel
 from kevin_tui.evaluator.worker.inputs import Pool, sample, trial_inputs
-from kevin_tui.evaluator.worker.judge import judge_trial
+from kevin_tui.evaluator.worker.judge import judge_trial, tolerance_share
 from kevin_tui.evaluator.worker.tensorfile import TensorFileError
 from kevin_tui.evaluator.worker.timing_loop import Timer
 
@@ -50,7 +50,14 @@ def write_record(path: Path, outputs: dict[str, Any], found_aliases: list[str]) 
     tensorfile.write(path, [[[name, value] for name, value in outputs.items()], list(found_aliases)])
 
 
-def read_record(path: Path) -> tuple[dict[str, Any], list[str]]:
+MAX_ALIASES = 16
+
+
+def read_record(path: Path, names: tuple[str, ...], *others: tuple[str, ...]) -> tuple[dict[str, Any], list[str]]:
+    """The runs of an output record, which must be exactly `names` or one of the `others` (the candidate wrote
+    it, and its words end up in the judgement), and what its outputs alias."""
+    accepted = [set(names), *map(set, others)]
+    names = tuple(n for choice in (names, *others) for n in choice)
     record = tensorfile.read(path, with_devices=True)
     if not (type(record) is list and len(record) == 2 and type(record[0]) is list and type(record[1]) is list):
         raise TensorFileError("not an output record")
@@ -58,10 +65,24 @@ def read_record(path: Path) -> tuple[dict[str, Any], list[str]]:
     for pair in record[0]:
         if not (type(pair) is list and len(pair) == 2 and type(pair[0]) is str) or pair[0] in runs:
             raise TensorFileError("not an output record")
+        if pair[0] not in names:
+            raise TensorFileError(f"an output record with a run named {pair[0][:40]!r}, expected {'/'.join(names)}")
         runs[pair[0]] = pair[1]
-    if not runs or not all(type(a) is str for a in record[1]):
+    aliases = record[1]
+    if set(runs) not in accepted or len(aliases) > MAX_ALIASES:
+        raise TensorFileError(f"not an output record of the runs {'/'.join(names)}")
+    if not all(type(a) is str and len(a) <= tensorfile.MAX_NAME for a in aliases):
         raise TensorFileError("not an output record")
-    return runs, record[1]
+    return runs, aliases
+
+
+TRIAL_RUNS = ("before", "after")  # a trial's runs, before and after the reference ran in the candidate's process
+MAX_MESSAGE = 2000
+
+
+def _bounded(value: Any) -> Any:
+    """A judgement's words stay short whatever the candidate's output held (an event has a size limit)."""
+    return value[:MAX_MESSAGE] if isinstance(value, str) else value
 
 
 def _supported(value: Any) -> bool:
@@ -94,6 +115,8 @@ class Reference:
                 f"{self.path}: building Model(*get_init_inputs()) raised {type(exc).__name__}: {exc}"
             ) from exc
         self.outputs: dict[int, list[Any]] = {}
+        self.first_args: list[Any] = []  # the first trial's inputs, which the in-place-change trial changes
+        self.precise: Any = None  # the first trial's output computed in float64 (None where it cannot be)
         self.timers: dict[str, Timer] = {}
         self.served: dict[int, Any] = {}
         self.output_aliases: list[str] = []  # what the reference's own output shares memory with (its probe)
@@ -159,14 +182,81 @@ class Reference:
             with no_modes():
                 outputs.append(snapshot(self.forward(common.to_device(args, self.device))))
         self.outputs = {evaluation: outputs}
+        self.first_args = inputs[0]
+        self.precise = self.in_float64(inputs[0])
         self.channel.emit("trials_ready", paths=paths)
 
-    def judge(self, command: dict[str, Any], ref: Any, label: str, previous: Any = None) -> None:
+    def in_float64(self, args: list[Any]) -> Any:
+        """The reference's output in float64 (a copy of the model, inputs widened): what a candidate's error
+        and the float32 reference's own are measured against. None where the problem cannot run so."""
+        import copy
+
+        widened = [a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
         try:
-            outputs, given_aliases = read_record(Path(command["path"]))
+            model = copy.deepcopy(self.model).double()
+            with torch.no_grad(), no_modes():
+                return snapshot(model(*common.to_device(widened, self.device)))
+        except Exception:
+            return None
+
+    def precision(self, ref: Any, outputs: dict[str, Any], command: dict[str, Any]) -> dict[str, float] | None:
+        """How much of the tolerance the candidate's first run and the float32 reference each use against
+        the float64 reference (evidence: a much larger share suggests the candidate computes in less precision)."""
+        if self.precise is None or "before" not in outputs:
+            return None
+        atol, rtol = command.get("atol"), command.get("rtol")
+        candidate = tolerance_share(self.precise, outputs["before"], ref, atol, rtol)
+        reference = tolerance_share(self.precise, ref, ref, atol, rtol)
+        if candidate is None or reference is None:
+            return None
+        return {"candidate": round(candidate, 6), "reference": round(reference, 6)}
+
+    def changed(self, command: dict[str, Any]) -> None:
+        """A trial on the first trial's input objects after their values change in place, with the parameters
+        changed too (what an optimizer step does): new values from a fresh sample and a freshly initialised
+        Model, the expected output computed with them, both written for the candidate."""
+        from torch.func import functional_call
+
+        fresh = sample(self.module.get_inputs, command["seed"])
+        args = [
+            new if isinstance(old, torch.Tensor) and type(new) is torch.Tensor and new.shape == old.shape
+            and new.dtype == old.dtype else old
+            for old, new in zip(self.first_args, fresh, strict=True)
+        ]  # fmt: skip
+        other = common.seeded(command["seed"], lambda: self.module.Model(*self.init_inputs)).to(self.device)
+        params = {name: p.detach() for name, p in other.named_parameters()}
+        on_device = tuple(common.to_device(args, self.device))
+        with torch.no_grad(), no_modes():
+            expected = {"parameters": snapshot(functional_call(self.model, params, common.clone(on_device))),
+                        "inputs": snapshot(self.model(*common.clone(on_device)))}  # fmt: skip
+        common.synchronize(self.device)
+        path = self.outbox / f"eval-{command['eval']}-changed.kt"
+        tensorfile.write(path, [args, [[name, value] for name, value in params.items()]])
+        outputs = self.outputs.setdefault(command["eval"], [])
+        outputs.append(expected)
+        self.channel.emit("changed_ready", path=str(path), index=len(outputs) - 1)
+
+    def judge_changed(self, command: dict[str, Any]) -> None:
+        """The in-place-change trial, against the output for what the candidate's worker changed: inputs and
+        parameters, or its inputs only (its parameters are not the reference's, or it keeps derived ones)."""
+        expected = self.outputs[command["eval"]][command["trial"]]
+        try:
+            (changed,), _ = read_record(Path(command["path"]), ("parameters",), ("inputs",))
+        except (OSError, TensorFileError, ValueError):
+            changed = "parameters"  # judged below, which says why the record is unusable
+        label = command["label"] + (" (its inputs only)" if changed == "inputs" else "")
+        self.judge(command, expected[changed], label, runs=(changed,))
+
+    def judge(
+        self, command: dict[str, Any], ref: Any, label: str, previous: Any = None, runs: tuple[str, ...] = TRIAL_RUNS,
+        first: bool = False,
+    ) -> None:  # fmt: skip
+        try:
+            outputs, given_aliases = read_record(Path(command["path"]), runs)
         except (OSError, TensorFileError) as exc:
-            self.channel.emit("judged", passed=False, checks=[], mismatch={"reason": str(exc)},
-                              message=f"the candidate's output file for {label} is unusable: {exc}")  # fmt: skip
+            message = _bounded(f"the candidate's output file for {label} is unusable: {exc}")
+            self.channel.emit("judged", passed=False, checks=[], mismatch={"reason": message}, precision=None,
+                              message=message)  # fmt: skip
             return
         verdict = judge_trial(ref, outputs, self.device, command.get("atol"), command.get("rtol"), label, previous)
         if verdict.passed and given_aliases and not self.output_aliases:
@@ -176,20 +266,24 @@ class Reference:
         self.channel.emit(
             "judged",
             passed=verdict.passed,
-            checks=[c.__dict__ for c in verdict.checks],
-            mismatch=verdict.mismatch,
-            message=verdict.message,
+            checks=[{k: _bounded(v) for k, v in c.__dict__.items()} for c in verdict.checks],
+            mismatch={k: _bounded(v) for k, v in verdict.mismatch.items()},
+            message=_bounded(verdict.message),
+            precision=self.precision(ref, outputs, command) if first and verdict.passed else None,
         )
         self.last_judged = outputs
 
     def judge_check(self, command: dict[str, Any]) -> None:
         index = command["trial"]
         outputs = self.outputs.get(command["eval"], [])
+        if command.get("runs") == ["changed"]:
+            self.judge_changed(command)
+            return
         if label := command.get("label"):
             self.judge(command, outputs[index], label)
             return
         previous = self.last_judged if index > 0 else None
-        self.judge(command, outputs[index], f"trial {index + 1}", previous)
+        self.judge(command, outputs[index], f"trial {index + 1}", previous, first=index == 0)
 
     def shapes(self, command: dict[str, Any]) -> None:
         """Inputs at other sizes, where the problem allows it: the module-level integers that only
@@ -256,19 +350,22 @@ class Reference:
         served, mine = self.served.pop(command["round"]), self.timers["eager"].outputs
         label = f"timing round {command['round']}"
         if type(served) is str or len(served) != len(mine):
-            message = served if type(served) is str else f"{label}: {len(served)} outputs for {len(mine)} calls"
-            self.channel.emit("judged", passed=False, checks=[], mismatch={"reason": message}, message=message)
+            counted = f"{label}: {len(served)} outputs for {len(mine)} calls"
+            message = _bounded(served if type(served) is str else counted)
+            self.channel.emit("judged", passed=False, checks=[], mismatch={"reason": message}, message=message,
+                              precision=None)  # fmt: skip
             return
         checks = []
         for call in command["calls"]:
             verdict = judge_trial(mine[call], {"timed": served[call]}, self.device, command.get("atol"),
                                   command.get("rtol"), f"{label}, call {call + 1}")  # fmt: skip
-            checks += [c.__dict__ for c in verdict.checks]
+            checks += [{k: _bounded(v) for k, v in c.__dict__.items()} for c in verdict.checks]
             if not verdict.passed:
-                self.channel.emit("judged", passed=False, checks=checks, mismatch=verdict.mismatch,
-                                  message=verdict.message)  # fmt: skip
+                self.channel.emit("judged", passed=False, checks=checks, precision=None,
+                                  mismatch={k: _bounded(v) for k, v in verdict.mismatch.items()},
+                                  message=_bounded(verdict.message))  # fmt: skip
                 return
-        self.channel.emit("judged", passed=True, checks=checks, mismatch={}, message="")
+        self.channel.emit("judged", passed=True, checks=checks, mismatch={}, message="", precision=None)
 
     def measure_peaks(self, command: dict[str, Any]) -> None:
         """This CPU's memory bandwidth (a large copy) and FP32 rate (a matmul), best of a few runs."""
@@ -323,6 +420,7 @@ def run_reference(request: dict[str, Any], channel: Channel) -> None:
         "judge_timed": reference.judge_timed,
         "measure_peaks": reference.measure_peaks,
         "shapes": reference.shapes,
+        "changed": reference.changed,
     }
     while (command := channel.next_command())["cmd"] != "exit":
         handlers[command["cmd"]](command)

@@ -17,6 +17,7 @@ from typing import Any
 MAGIC = b"KEVT1\n"
 MAX_HEADER = 16 << 20
 MAX_DEPTH = 32
+MAX_NAME = 200  # a type or device name: a writer's words that end up in messages
 
 
 class TensorFileError(Exception):
@@ -89,9 +90,12 @@ def _decode(node: Any, data: memoryview, dtypes: dict[str, Any], depth: int) -> 
             raise TensorFileError("tensor size does not match its shape")
         if offset + nbytes > len(data):
             raise TensorFileError("the file is truncated")
+        device = node.get("device", "cpu")
+        if not isinstance(device, str) or len(device) > MAX_NAME:
+            raise TensorFileError("a tensor with a malformed device")
         flat = torch.frombuffer(bytearray(data[offset : offset + nbytes]), dtype=torch.uint8) if nbytes else None
         tensor = flat.view(dtype).reshape(shape) if flat is not None else torch.empty(shape, dtype=dtype)
-        return Leaf(tensor, str(node.get("device", "cpu")))
+        return Leaf(tensor, device)
     if kind in ("tuple", "list"):
         items = [_decode(item, data, dtypes, depth + 1) for item in node.get("items", [])]
         return tuple(items) if kind == "tuple" else items
@@ -103,7 +107,9 @@ def _decode(node: Any, data: memoryview, dtypes: dict[str, Any], depth: int) -> 
     if kind in ("int", "bool", "str", "NoneType"):
         return node.get("v")
     if kind == "other":
-        return Other(str(node.get("type")))
+        if not isinstance(name := node.get("type"), str) or len(name) > MAX_NAME:
+            raise TensorFileError("an object with a malformed type name")
+        return Other(name)
     raise TensorFileError(f"unknown node type {kind!r}")
 
 
