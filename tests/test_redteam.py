@@ -1,0 +1,63 @@
+"""Attacks a red team of our own wrote against the evaluator after the third trust round
+(tests/candidates/redteam/, each file's docstring says the attack and the verdict it got before the fix).
+Those still open are in the README's "not prevented" list and are not asserted here."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kevin_tui.evaluator import EvalOptions, Evaluator, Status
+from kevin_tui.evaluator.worker.judge import compare_tensor
+from kevin_tui.problem import load_problem
+from tests.conftest import CANDIDATES
+
+REDTEAM = CANDIDATES / "redteam"
+
+
+def redteam(name: str) -> str:
+    return (REDTEAM / f"{name}.py").read_text()
+
+
+def test_a_complex_output_is_judged_on_both_parts():
+    ref = torch.randn(64, dtype=torch.complex64)
+    real_only = torch.complex(ref.real, torch.zeros(64))
+    mismatch = compare_tensor(ref, real_only, None, None)
+    assert mismatch is not None and "values outside tolerance" in mismatch["reason"]
+    assert compare_tensor(ref, ref.clone(), None, None) is None
+    assert compare_tensor(ref, ref.conj().resolve_conj().conj(), None, None) is None  # a lazy conjugate is the same
+
+
+def test_a_kernel_that_writes_only_the_real_part_is_incorrect(build_cache):
+    problem = load_problem(REDTEAM / "problems" / "complex_double.py")
+    options = EvalOptions(device="cpu", timing=False, shapes="off", cache_dir=build_cache)
+    with Evaluator(problem, options, prespawn=False) as evaluator:
+        verdict = evaluator.evaluate(redteam("complex_real_part_only"))
+    assert verdict.status is Status.INCORRECT and "outside tolerance" in verdict.message, verdict.message
+
+
+@pytest.fixture(scope="module")
+def strict(relu_problem, build_cache):
+    options = EvalOptions(device="cpu", timing=False, shapes="off", strict=True, cache_dir=build_cache)
+    with Evaluator(relu_problem, options) as evaluator:
+        yield evaluator
+
+
+def test_strict_rejects_pytorch_compute_seen_at_runtime_that_names_hide(strict):
+    verdict = strict.evaluate(redteam("strict_ignores_runtime_ops"))
+    assert verdict.status is Status.REJECTED and "torch_compute_at_runtime" in verdict.message, verdict.message
+    assert "aten::relu" in verdict.message
+
+
+def test_an_output_type_name_of_megabytes_is_the_candidates_fault_not_the_references(strict):
+    verdict = strict.evaluate(redteam("huge_type_name_blames_reference"))
+    assert verdict.status in (Status.INCORRECT, Status.FORMAT_ERROR, Status.REJECTED), verdict.message
+    assert not verdict.details.get("reference_lost"), verdict.message
+    assert len(verdict.message) < 4000
+
+
+def test_an_honest_kernel_stays_correct_under_strict(strict):
+    from tests.conftest import candidate
+
+    verdict = strict.evaluate(candidate("relu_cpp.py"))
+    assert verdict.status is Status.CORRECT, verdict.message
