@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from kevin_tui import kernelbench
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.evaluator.worker.judge import compare_tensor
 from kevin_tui.problem import load_problem
@@ -61,3 +62,22 @@ def test_an_honest_kernel_stays_correct_under_strict(strict):
 
     verdict = strict.evaluate(candidate("relu_cpp.py"))
     assert verdict.status is Status.CORRECT, verdict.message
+
+
+def test_cpu_burned_in_short_lived_processes_while_the_reference_is_timed_is_seen(build_cache):
+    """The burners live a few milliseconds each and are reaped by their shells, so a walk of /proc never
+    saw their time; the worker's cgroup keeps it (where cgroups are writable, as for root here)."""
+    from kevin_tui.evaluator.host.cgroups import ResourceGroup
+
+    probe = ResourceGroup(100, 1 << 30)
+    counted = probe.cpu_usage is not None
+    probe.kill_all()
+    if not counted:
+        pytest.skip("no writable CPU-accounting cgroup on this machine")
+    problem = load_problem(kernelbench.resolve_one("kernelbench:level1/4"))
+    options = EvalOptions(device="cpu", timing_trials=5, shapes="off", profile=False, cache_dir=build_cache)
+    with Evaluator(problem, options, prespawn=False) as evaluator:
+        attack = evaluator.evaluate(redteam("matvec_burner_reaped_children"))
+        twin = evaluator.evaluate(redteam("matvec_burner_honest_twin"))
+    assert attack.status is Status.REJECTED and "kept using the CPU" in attack.message, attack.message
+    assert twin.status is Status.CORRECT, twin.message

@@ -20,6 +20,7 @@ from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 LIMIT_FILES = {"pids": ("pids.max", "pids.max"), "memory": ("memory.limit_in_bytes", "memory.max")}  # v1, v2
+ACCOUNTING = "cpuacct"  # v1's CPU-time counter; a v2 group counts in its own cpu.stat
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,17 @@ class ResourceGroup:
                     path.rmdir()
                 continue
             made[parent.path] = path
+        self.cpu_usage: Path | None = None  # CPU time of every process that ever ran in the group
+        accounting = parent_for(ACCOUNTING)
+        if accounting is not None and not accounting.v2:
+            path = made.get(accounting.path) or accounting.path / name
+            with contextlib.suppress(OSError):
+                path.mkdir(exist_ok=True)
+                made[accounting.path] = path
+                self.cpu_usage = path / "cpuacct.usage"
         self.paths = list(dict.fromkeys(made.values()))
+        if self.cpu_usage is None and (v2 := [p for p in self.paths if (p / "cpu.stat").exists()]):
+            self.cpu_usage = v2[0] / "cpu.stat"
 
     def wrap(self, command: list[str]) -> list[str]:
         """`command`, started inside the groups (the shell moves itself in, then becomes the command)."""
@@ -90,6 +101,23 @@ class ResourceGroup:
         moves = " && ".join(f'echo $$ > "${index + 1}/cgroup.procs"' for index in range(len(self.paths)))
         count = len(self.paths)
         return ["sh", "-c", f'{moves} && shift {count} && exec "$@"', "sh", *map(str, self.paths), *command]
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time (user + system) of every process that ran in the group so far, those that already
+        exited included (a walk of /proc misses a short-lived process between two looks); None without."""
+        if self.cpu_usage is None:
+            return None
+        try:
+            text = self.cpu_usage.read_text()
+        except OSError:
+            return None
+        if self.cpu_usage.name == "cpuacct.usage":
+            return int(text) / 1e9
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "usage_usec":
+                return int(value) / 1e6
+        return None
 
     def out_of_memory(self) -> bool:
         """True if the memory controller had to kill a process of this group."""
@@ -147,7 +175,7 @@ def _owner_alive(group: Path) -> bool:
 def sweep_orphans() -> None:
     """Kill what is left in the groups of a kevin-tui of this PID namespace that died without emptying them
     (SIGKILLed, say, with a sandbox whose first process a candidate kept alive), and remove those groups."""
-    for controller in LIMIT_FILES:
+    for controller in (*LIMIT_FILES, ACCOUNTING):
         parent = parent_for(controller)
         if parent is None:
             continue

@@ -215,8 +215,10 @@ class WorkerProcess:
         return self.arrival(timeout).event
 
     def cpu_seconds(self) -> float:
-        """CPU time used so far by the worker and everything it started (inside its sandbox)."""
-        return cpu_seconds(self.proc.pid)
+        """CPU time used so far by the worker and everything it started (inside its sandbox): the cgroup's
+        count where there is one (it keeps the time of processes that already exited), else /proc's."""
+        counted = self.group.cpu_seconds()
+        return counted if counted is not None else cpu_seconds(self.proc.pid)
 
     def log_tail(self, chars: int = 4000) -> str:
         try:
