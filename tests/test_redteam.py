@@ -81,3 +81,33 @@ def test_cpu_burned_in_short_lived_processes_while_the_reference_is_timed_is_see
         twin = evaluator.evaluate(redteam("matvec_burner_honest_twin"))
     assert attack.status is Status.REJECTED and "kept using the CPU" in attack.message, attack.message
     assert twin.status is Status.CORRECT, twin.message
+
+
+def test_a_result_more_exact_than_the_reference_passes_and_a_less_exact_one_fails():
+    """Over a long reduction the float32 reference's own rounding is larger than the tolerance: a result
+    within the tolerance of the float64 truth plus that error is right; a bf16-computed one is not."""
+    from kevin_tui.evaluator.worker.judge import judge_trial
+    from kevin_tui.evaluator.worker.tensorfile import Leaf
+
+    torch.manual_seed(0)
+    a, b = torch.randn(256, 131072), torch.randn(131072, 1)
+    ref32 = a @ b
+    ref64 = a.double() @ b.double()
+    exact = ref64.float()
+    assert compare_tensor(ref32, exact, None, None) is not None  # judged against ref32 alone, it fails
+    verdict = judge_trial(ref32, {"before": Leaf(exact, "cpu"), "after": Leaf(exact.clone(), "cpu")}, "cpu", None,
+                          None, "trial 2", precise=lambda: ref64)  # fmt: skip
+    assert verdict.passed, verdict.message
+    assert "float32 reference's own error" in verdict.checks[0].detail
+    low = (a.bfloat16() @ b.bfloat16()).float()
+    runs = {"before": Leaf(low, "cpu"), "after": Leaf(low.clone(), "cpu")}
+    verdict = judge_trial(ref32, runs, "cpu", None, None, "trial 2", precise=lambda: ref64)
+    assert not verdict.passed and "outside tolerance" in verdict.message
+
+
+def test_an_honest_float64_accumulator_is_correct(build_cache):
+    problem = load_problem(kernelbench.resolve_one("kernelbench:level1/4"))
+    options = EvalOptions(device="cpu", timing=False, shapes="off", cache_dir=build_cache)
+    with Evaluator(problem, options, prespawn=False) as evaluator:
+        verdict = evaluator.evaluate(redteam("honest_matvec_double_accumulate"))
+    assert verdict.status is Status.CORRECT, verdict.message

@@ -12,6 +12,7 @@ seconds, not minutes.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -226,15 +227,42 @@ def same_output(a: Any, b: Any) -> bool:
     return False
 
 
+def within_reference_error(ref: Any, ref64: Any, got: Any, atol: float | None, rtol: float | None) -> bool:
+    """Whether every float value of `got` is as close to the float64 result as the tolerance plus the float32
+    reference's own error at that place allows: a kernel more exact than the reference (a float64
+    accumulator, another summation order over a long reduction) must not fail for the reference's rounding."""
+    pairs = _leaf_pairs(ref, ref64, got)
+    if not pairs:
+        return False
+    for r, r64, x in pairs:
+        if not r.is_floating_point() or r.dtype == torch.float64 or not (r.shape == r64.shape == x.shape):
+            return False
+        atol_, rtol_ = tolerance_for(r.dtype, atol, rtol)
+        r, r64, x = (t.to("cpu", torch.float64) for t in (r, r64, x))
+        if not (bool(torch.isfinite(r).all()) and bool(torch.isfinite(x).all()) and bool(torch.isfinite(r64).all())):
+            return False
+        allowed = min(atol_, rtol_ * float(r.abs().max())) + rtol_ * r.abs() + (r - r64).abs()
+        if bool(((x - r64).abs() > allowed).any()):
+            return False
+    return True
+
+
 def judge_trial(
     ref: Any, runs: dict[str, Any], device: str, atol: float | None, rtol: float | None, label: str,
-    previous: dict[str, Any] | None = None,
+    previous: dict[str, Any] | None = None, precise: Callable[[], Any] | None = None,
 ) -> Judgement:  # fmt: skip
-    """`runs` holds the outputs of one trial run 'before' and 'after' the reference ran in the candidate's process."""
+    """`runs` holds the outputs of one trial run 'before' and 'after' the reference ran in the candidate's process.
+    `precise` gives the trial's output in float64 (computed only when a run is outside tolerance)."""
     checks: list[Check] = []
     for order, got in runs.items():
         name = f"{label} ({order} the reference)" if len(runs) > 1 else label
         problem = compare_output(ref, got, device, atol, rtol)
+        if problem is not None and precise is not None and "outside tolerance" in problem["reason"]:
+            ref64 = precise()
+            if ref64 is not None and within_reference_error(ref, ref64, got, atol, rtol):
+                checks.append(Check(f"output {name}", True, "within the float32 reference's own error of the "
+                                    "float64 result"))  # fmt: skip
+                continue
         if problem is None:
             checks.append(Check(f"output {name}", True))
             continue

@@ -7,6 +7,7 @@ outputs from files (never unpickled). It stays alive for the evaluator's lifetim
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +117,7 @@ class Reference:
             ) from exc
         self.outputs: dict[int, list[Any]] = {}
         self.first_args: list[Any] = []  # the first trial's inputs, which the in-place-change trial changes
+        self.trial_args: list[list[Any]] = []  # every trial's inputs (a float64 run of one on a close miss)
         self.precise: Any = None  # the first trial's output computed in float64 (None where it cannot be)
         self.timers: dict[str, Timer] = {}
         self.served: dict[int, Any] = {}
@@ -182,6 +184,7 @@ class Reference:
             with no_modes():
                 outputs.append(snapshot(self.forward(common.to_device(args, self.device))))
         self.outputs = {evaluation: outputs}
+        self.trial_args = inputs
         self.first_args = inputs[0]
         self.precise = self.in_float64(inputs[0])
         self.channel.emit("trials_ready", paths=paths)
@@ -247,9 +250,13 @@ class Reference:
         label = command["label"] + (" (its inputs only)" if changed == "inputs" else "")
         self.judge(command, expected[changed], label, runs=(changed,))
 
+    def precise_trial(self, index: int) -> Callable[[], Any]:
+        """Trial `index`'s output in float64, computed when first asked (a run outside tolerance)."""
+        return lambda: self.precise if index == 0 else self.in_float64(self.trial_args[index])
+
     def judge(
         self, command: dict[str, Any], ref: Any, label: str, previous: Any = None, runs: tuple[str, ...] = TRIAL_RUNS,
-        first: bool = False,
+        first: bool = False, precise: Callable[[], Any] | None = None,
     ) -> None:  # fmt: skip
         try:
             outputs, given_aliases = read_record(Path(command["path"]), runs)
@@ -258,7 +265,8 @@ class Reference:
             self.channel.emit("judged", passed=False, checks=[], mismatch={"reason": message}, precision=None,
                               message=message)  # fmt: skip
             return
-        verdict = judge_trial(ref, outputs, self.device, command.get("atol"), command.get("rtol"), label, previous)
+        verdict = judge_trial(ref, outputs, self.device, command.get("atol"), command.get("rtol"), label, previous,
+                              precise)  # fmt: skip
         if verdict.passed and given_aliases and not self.output_aliases:
             verdict.passed = False
             verdict.message = f"{label}: {given_aliases[0]}, which the reference's output never does"
@@ -283,7 +291,8 @@ class Reference:
             self.judge(command, outputs[index], label)
             return
         previous = self.last_judged if index > 0 else None
-        self.judge(command, outputs[index], f"trial {index + 1}", previous, first=index == 0)
+        precise = self.precise_trial(index) if index < len(self.trial_args) else None
+        self.judge(command, outputs[index], f"trial {index + 1}", previous, first=index == 0, precise=precise)
 
     def shapes(self, command: dict[str, Any]) -> None:
         """Inputs at other sizes, where the problem allows it: the module-level integers that only
