@@ -41,7 +41,7 @@ RELU=level1/19_ReLU.py
 WHEELS=(textual==8.2.8 mdit-py-plugins==0.7.0 platformdirs==4.14.9 GitPython==3.2.1 gitdb==4.0.12 smmap==5.0.3)
 # The candidates the checks evaluate on CUDA: built in parallel first, so the timed steps find them built.
 CUDA_CANDIDATES=(relu_cuda side_stream empty_reuse illegal_access mutate_input tensor_subclass
-                 sanitizer/oob_read sanitizer/shared_race sanitizer/uninit_read)
+                 sanitizer/oob_read sanitizer/shared_race sanitizer/uninit_read sanitizer/divergent_barrier)
 GPU_TESTS=(tests/test_gpu.py tests/test_usermodel.py)  # the gpu-marked tests of each; the user model last
 SANDBOX_TESTS=(tests/test_sandbox.py tests/test_sandbox_escape.py tests/test_sanitizer.py tests/test_ncu.py
                tests/test_compile_cache.py)
@@ -207,7 +207,7 @@ sanitizer_logs() {  # the real tool's logs of the planted kernels, to set beside
     local tool=${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer
     command -v compute-sanitizer >/dev/null 2>&1 && tool=$(command -v compute-sanitizer)
     if [ "$MODE" = rehearse ]; then echo "rehearsal: compute-sanitizer runs only on the GPU"; return 0; fi
-    for pair in memcheck:oob_read racecheck:shared_race initcheck:uninit_read synccheck:oob_read; do
+    for pair in memcheck:oob_read racecheck:shared_race initcheck:uninit_read synccheck:divergent_barrier; do
         local name=${pair#*:} which=${pair%%:*}
         echo "== $which on sanitizer/$name.py"
         PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 30 "$tool" --tool "$which" --show-backtrace device \

@@ -134,6 +134,7 @@ PLANTED = [
     ("sanitizer/oob_read.py", "memcheck", "Invalid __global__ read", "relu_oob_kernel"),
     ("sanitizer/shared_race.py", "racecheck", "Race reported between", "relu_race_kernel"),
     ("sanitizer/uninit_read.py", "initcheck", "Uninitialized __global__ memory read", "relu_uninit_kernel"),
+    ("sanitizer/divergent_barrier.py", "synccheck", "Barrier error detected", "relu_barrier_kernel"),
 ]
 
 
