@@ -305,6 +305,8 @@ class BuildBroker:
             raise
         finally:
             worker.kill()
+            if self.last_log == worker.log_path:
+                self.last_log = None  # its stages are shown while it runs; then the candidate's log again
         self._finish(event, spec, temporary, directory, record)
 
     def _finish(self, event: dict, spec: dict, temporary: Path, directory: Path, record: BuildRecord) -> None:

@@ -12,14 +12,13 @@ from __future__ import annotations
 import csv
 import os
 import re
-import shutil
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kevin_tui.evaluator.host.candidate_run import CandidateRun, Decided, ReferenceLost
-from kevin_tui.evaluator.host.sandbox import Bind
+from kevin_tui.evaluator.host.tools import find_tool, install_binds
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerTimeout
 from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import EnvironmentProblem
@@ -100,18 +99,7 @@ def find_ncu(choice: str) -> str | None:
         return None
     if choice != "auto":
         return choice if os.access(choice, os.X_OK) else None
-    cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
-    installed = sorted(Path("/opt/nvidia").glob("nsight-compute/*/ncu"))
-    for candidate in (shutil.which("ncu"), f"{cuda}/bin/ncu", *installed):
-        if candidate and os.access(candidate, os.X_OK):
-            return str(candidate)
-    return None
-
-
-def install_binds(ncu: str) -> list[Bind]:
-    """ncu's own files, read-only in the sandbox (the launcher script and the tree it points into)."""
-    paths = {os.path.dirname(os.path.abspath(ncu)), os.path.dirname(os.path.realpath(ncu))}
-    return [Bind(p) for p in sorted(paths)]
+    return find_tool("ncu", map(str, sorted(Path("/opt/nvidia").glob("nsight-compute/*/ncu"))))
 
 
 def command_prefix(ncu: str, log: Path) -> list[str]:

@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kevin_tui.evaluator.host.candidate_run import CandidateRun, Decided, ReferenceLost
-from kevin_tui.evaluator.host.sandbox import Bind
 from kevin_tui.evaluator.host.scratch import WorkerFiles
+from kevin_tui.evaluator.host.tools import find_tool, install_binds
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerTimeout
 from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import EnvironmentProblem, Status, Verdict
@@ -72,17 +71,7 @@ def tools_for(choice: str, at_accept: bool) -> tuple[str, ...]:
 def find_sanitizer() -> str | None:
     """compute-sanitizer from PATH or the CUDA toolkit, or None."""
     cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
-    for candidate in (shutil.which("compute-sanitizer"), f"{cuda}/bin/compute-sanitizer",
-                      f"{cuda}/compute-sanitizer/compute-sanitizer"):  # fmt: skip
-        if candidate and os.access(candidate, os.X_OK):
-            return str(candidate)
-    return None
-
-
-def install_binds(tool: str) -> list[Bind]:
-    """The tool's own files, read-only in the sandbox (the launcher and the tree it points into)."""
-    paths = {os.path.dirname(os.path.abspath(tool)), os.path.dirname(os.path.realpath(tool))}
-    return [Bind(p) for p in sorted(paths)]
+    return find_tool("compute-sanitizer", [f"{cuda}/compute-sanitizer/compute-sanitizer"])
 
 
 def command_prefix(sanitizer: str, tool: str, log: Path) -> list[str]:

@@ -1,0 +1,25 @@
+"""The CUDA toolkit's own tools that a second sandboxed worker runs under (Nsight Compute, compute-sanitizer):
+where to find one, and what of it the sandbox must see."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable
+
+from kevin_tui.evaluator.host.sandbox import Bind
+
+
+def find_tool(name: str, places: Iterable[str] = ()) -> str | None:
+    """`name` from PATH, the CUDA toolkit (`CUDA_HOME`, else /usr/local/cuda) or `places`, if executable."""
+    cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    for candidate in (shutil.which(name), f"{cuda}/bin/{name}", *places):
+        if candidate and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def install_binds(tool: str) -> list[Bind]:
+    """The tool's own files, read-only in the sandbox (the launcher script and the tree it points into)."""
+    paths = {os.path.dirname(os.path.abspath(tool)), os.path.dirname(os.path.realpath(tool))}
+    return [Bind(p) for p in sorted(paths)]
