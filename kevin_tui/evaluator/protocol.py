@@ -141,7 +141,7 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
             "message": _string,
             "precision": _optional(lambda v: _mapping(v) and all(_number(x) for x in v.values())),
         },
-        "changed_ready": {"path": _string, "index": _integer},
+        "changed_ready": {"path": _string, "index": _integer, "reason": _string},
         "pool_ready": {},
         "round_done": {
             "round": _integer,
@@ -156,7 +156,7 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "builder": {
         "built": {"directory": _string, "headers": _string, "seconds": _number},
-        "build_failed": {"message": _string, "log": _string, "headers": _string},
+        "build_failed": {"message": _string, "log": _string, "headers": _string, "prelude_lines": _integer},
         "pch_key": {"key": _string},
         "pch_built": {"message": _string},
         "environment_error": {"message": _string},

@@ -171,9 +171,10 @@ class BuildRecord:
     compiler_errors: list[dict] = field(default_factory=list)
     log: str = ""
     loaded: bool | None = None
+    prelude_lines: int = 0  # a failed light build: where the candidate's CUDA sources start in cuda.cu
 
     def summary(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in ("log", "compiler_errors")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("log", "compiler_errors", "prelude_lines")}
 
 
 def _identity_or_none(path: Path) -> list[int] | None:
@@ -243,7 +244,7 @@ class BuildBroker:
         finally:
             record.seconds = round(time.perf_counter() - started, 3)
         if not record.ok:
-            files = _generated_files(spec)
+            files = _generated_files(spec, record.prelude_lines)
             record.compiler_errors = first_errors(record.log, SourceMap(source, files))
             record.message = with_hints(record.compiler_errors, record.log) or record.message
         return record
@@ -315,6 +316,7 @@ class BuildBroker:
             shutil.rmtree(temporary, ignore_errors=True)
             raise EnvironmentProblem(event["message"])
         record.headers = event.get("headers", "standard")
+        record.prelude_lines = event.get("prelude_lines", 0)
         library = temporary / f"{spec['name']}.so"
         if kind != "built" or not library.is_file():
             shutil.rmtree(temporary, ignore_errors=True)
@@ -335,11 +337,13 @@ class BuildBroker:
                               headers=record.headers)  # fmt: skip
 
 
-def _generated_files(spec: dict[str, Any]) -> dict[str, GeneratedFile]:
+def _generated_files(spec: dict[str, Any], prelude_lines: int = 0) -> dict[str, GeneratedFile]:
+    """The files load_inline generated; `prelude_lines`: a light build's (its own prelude, one include in main.cpp)."""
     implicit = not spec["no_implicit_headers"]
-    files = {"main.cpp": GeneratedFile(CPP_HEADER_LINES if implicit else 0, spec["cpp_sources"])}
+    cpp_lines, cuda_lines = (1, prelude_lines) if prelude_lines else (CPP_HEADER_LINES, CUDA_HEADER_LINES)
+    files = {"main.cpp": GeneratedFile(cpp_lines if implicit else 0, spec["cpp_sources"])}
     if spec["cuda_sources"]:
-        files["cuda.cu"] = GeneratedFile(CUDA_HEADER_LINES if implicit else 0, spec["cuda_sources"])
+        files["cuda.cu"] = GeneratedFile(cuda_lines if implicit else 0, spec["cuda_sources"])
     for name, text in spec["sources"]:
         files[name] = GeneratedFile(0, [text])
     return files

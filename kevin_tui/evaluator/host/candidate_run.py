@@ -396,6 +396,10 @@ class CandidateRun:
             {"cmd": "changed", "eval": self.evaluation, "seed": self.seed + 11}, "changed_ready"
         )
         index = ready["index"]
+        if index < 0:
+            self.checks.append(Check("inputs and parameters changed in place", True, f"skipped: the reference "
+                                     f"cannot run the problem so ({ready['reason'][:200]})"))  # fmt: skip
+            return
         given = self.give_input(ready["path"], f"in-{index}.kt")
         self.worker.send({"cmd": "changed", "index": index, "inputs": str(given)})
         done = self.expect("trial_done")

@@ -91,6 +91,7 @@ class Builder:
         self.directory = Path(request["directory"])
         self.pch_store, self.pch_key = Path(request["pch_store"]), request["pch_key"]
         self.headers = "standard"
+        self.prelude_lines = 0  # a light build's cuda.cu: the prelude's lines before the candidate's sources
 
     def common_kwargs(self, cpp_flags: list[str]) -> dict[str, Any]:
         spec = self.spec
@@ -133,6 +134,7 @@ class Builder:
         if prelude:
             light_cpp = ["#include <torch/extension.h>", *spec["cpp_sources"]]
             light_cuda = [prelude, *(without_heavy_includes(s) for s in spec["cuda_sources"])]
+            self.prelude_lines = prelude.count("\n") + 1
             try:
                 self._inline(light_cpp, light_cuda, flags, no_implicit_headers=True)
             except Exception as exc:
@@ -186,7 +188,9 @@ def run_builder(request: dict[str, Any], channel: Channel) -> None:
         text = str(exc)
         if not is_build_failure(exc):
             text = f"{type(exc).__name__}: {text}\n{short_traceback(exc)}"
-        channel.emit("build_failed", message=text[-200:], log=text[-20000:], headers=builder.headers)
+        lines = builder.prelude_lines if builder.headers == "light" else 0
+        channel.emit("build_failed", message=text[-200:], log=text[-20000:], headers=builder.headers,
+                     prelude_lines=lines)  # fmt: skip
         return
     print(f"built in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     channel.emit("built", directory=str(builder.directory), headers=builder.headers,

@@ -227,17 +227,22 @@ class Reference:
             for old, new in zip(self.first_args, fresh, strict=True)
         ]  # fmt: skip
         other = common.seeded(command["seed"], lambda: self.module.Model(*self.init_inputs)).to(self.device)
-        params = {name: p.detach() for name, p in other.named_parameters()}
+        # as the model's own parameters are (a problem may differentiate with respect to them: a backward problem)
+        params = {name: p.detach().requires_grad_(p.requires_grad) for name, p in other.named_parameters()}
         on_device = tuple(common.to_device(args, self.device))
-        with torch.no_grad(), no_modes():
-            expected = {"parameters": snapshot(functional_call(self.model, params, common.clone(on_device))),
-                        "inputs": snapshot(self.model(*common.clone(on_device)))}  # fmt: skip
+        try:
+            with torch.no_grad(), no_modes():
+                expected = {"parameters": snapshot(functional_call(self.model, params, common.clone(on_device))),
+                            "inputs": snapshot(self.model(*common.clone(on_device)))}  # fmt: skip
+        except Exception as exc:  # the problem cannot run so: the trial is skipped, never charged to anyone
+            self.channel.emit("changed_ready", path="", index=-1, reason=_bounded(f"{type(exc).__name__}: {exc}"))
+            return
         common.synchronize(self.device)
         path = self.outbox / f"eval-{command['eval']}-changed.kt"
         tensorfile.write(path, [args, [[name, value] for name, value in params.items()]])
         outputs = self.outputs.setdefault(command["eval"], [])
         outputs.append(expected)
-        self.channel.emit("changed_ready", path=str(path), index=len(outputs) - 1)
+        self.channel.emit("changed_ready", path=str(path), index=len(outputs) - 1, reason="")
 
     def judge_changed(self, command: dict[str, Any]) -> None:
         """The in-place-change trial, against the output for what the candidate's worker changed: inputs and
