@@ -118,6 +118,7 @@ class Reference:
         self.outputs: dict[int, list[Any]] = {}
         self.first_args: list[Any] = []  # the first trial's inputs, which the in-place-change trial changes
         self.trial_args: list[list[Any]] = []  # every trial's inputs (a float64 run of one on a close miss)
+        self.changed_inputs: tuple[list[Any], dict[str, Any]] = ([], {})  # the in-place trial's inputs, parameters
         self.precise: Any = None  # the first trial's output computed in float64 (None where it cannot be)
         self.timers: dict[str, Timer] = {}
         self.served: dict[int, Any] = {}
@@ -189,14 +190,18 @@ class Reference:
         self.precise = self.in_float64(inputs[0])
         self.channel.emit("trials_ready", paths=paths)
 
-    def in_float64(self, args: list[Any]) -> Any:
-        """The reference's output in float64 (a copy of the model, inputs widened): what a candidate's error
-        and the float32 reference's own are measured against. None where the problem cannot run so."""
+    def in_float64(self, args: list[Any], parameters: dict[str, Any] | None = None) -> Any:
+        """The reference's output in float64 (a copy of the model, with `parameters` if given, inputs widened):
+        what a candidate's error and the float32 reference's own are measured against. None where the
+        problem cannot run so."""
         import copy
 
         widened = [a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
         try:
-            model = copy.deepcopy(self.model).double()
+            model = copy.deepcopy(self.model)
+            if parameters is not None:
+                model.load_state_dict(parameters, strict=False)
+            model = model.double()
             with torch.no_grad(), no_modes():
                 return snapshot(model(*common.to_device(widened, self.device)))
         except Exception:
@@ -239,6 +244,7 @@ class Reference:
             return
         common.synchronize(self.device)
         path = self.outbox / f"eval-{command['eval']}-changed.kt"
+        self.changed_inputs = (args, params)
         tensorfile.write(path, [args, [[name, value] for name, value in params.items()]])
         outputs = self.outputs.setdefault(command["eval"], [])
         outputs.append(expected)
@@ -253,7 +259,9 @@ class Reference:
         except (OSError, TensorFileError, ValueError):
             changed = "parameters"  # judged below, which says why the record is unusable
         label = command["label"] + (" (its inputs only)" if changed == "inputs" else "")
-        self.judge(command, expected[changed], label, runs=(changed,))
+        args, params = self.changed_inputs
+        precise = lambda: self.in_float64(args, params if changed == "parameters" else None)  # noqa: E731
+        self.judge(command, expected[changed], label, runs=(changed,), precise=precise)
 
     def precise_trial(self, index: int) -> Callable[[], Any]:
         """Trial `index`'s output in float64, computed when first asked (a run outside tolerance)."""
