@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kevin_tui.evaluator.host.candidate_run import CandidateRun, Decided, ReferenceLost
-from kevin_tui.evaluator.host.tools import find_tool, install_binds
+from kevin_tui.evaluator.host.tools import find_tool, install_binds, read_log
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerTimeout
 from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import EnvironmentProblem
@@ -172,18 +172,10 @@ def refusal(text: str) -> str | None:
     return None
 
 
-def read_log(log: Path) -> str:
-    try:
-        with open(log, "rb") as f:
-            return f.read(MAX_LOG_BYTES).decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
 def evidence(log: Path, failure: str | None = None) -> dict:
     """The `ncu` entry of a verdict's evidence: kernels, or why there are none (`failure`: how the pass
     itself ended, when it did not end well)."""
-    text = read_log(log)
+    text = read_log(log, MAX_LOG_BYTES)
     if kernels := parse_log(text):
         return {"kernels": [asdict(k) for k in kernels]}
     if why := refusal(text) or (failure and f"the ncu pass failed: {failure}"):

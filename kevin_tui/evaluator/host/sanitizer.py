@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from kevin_tui.evaluator.host.candidate_run import CandidateRun, Decided, ReferenceLost
 from kevin_tui.evaluator.host.scratch import WorkerFiles
-from kevin_tui.evaluator.host.tools import find_tool, install_binds
+from kevin_tui.evaluator.host.tools import find_tool, install_binds, read_log
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerTimeout
 from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import EnvironmentProblem, Status, Verdict
@@ -150,18 +150,10 @@ def error_count(text: str) -> int | None:
     return None
 
 
-def read_log(log: Path) -> str:
-    try:
-        with open(log, "rb") as f:
-            return f.read(MAX_LOG_BYTES).decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
 def tool_result(log: Path, tool: str, failure: str | None) -> dict[str, Any]:
     """One tool's entry: its findings, or why it did not run to the end. A log that counts errors
     the parser could not read still fails the gate, with the tool's own lines as the finding."""
-    text = read_log(log)
+    text = read_log(log, MAX_LOG_BYTES)
     findings = parse_log(text, tool)
     count = error_count(text)
     if not findings and count:

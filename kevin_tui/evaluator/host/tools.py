@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterable
+from pathlib import Path
 
 from kevin_tui.evaluator.host.sandbox import Bind
 
@@ -23,3 +24,12 @@ def install_binds(tool: str) -> list[Bind]:
     """The tool's own files, read-only in the sandbox (the launcher script and the tree it points into)."""
     paths = {os.path.dirname(os.path.abspath(tool)), os.path.dirname(os.path.realpath(tool))}
     return [Bind(p) for p in sorted(paths)]
+
+
+def read_log(log: Path, max_bytes: int) -> str:
+    """The first `max_bytes` of a tool's log (the candidate's process can make it any size), '' if none."""
+    try:
+        with open(log, "rb") as f:
+            return f.read(max_bytes).decode("utf-8", "replace")
+    except OSError:
+        return ""

@@ -8,6 +8,7 @@ outputs from files (never unpickled). It stays alive for the evaluator's lifetim
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -260,7 +261,7 @@ class Reference:
             changed = "parameters"  # judged below, which says why the record is unusable
         label = command["label"] + (" (its inputs only)" if changed == "inputs" else "")
         args, params = self.changed_inputs
-        precise = lambda: self.in_float64(args, params if changed == "parameters" else None)  # noqa: E731
+        precise = partial(self.in_float64, args, params if changed == "parameters" else None)
         self.judge(command, expected[changed], label, runs=(changed,), precise=precise)
 
     def precise_trial(self, index: int) -> Callable[[], Any]:
