@@ -106,3 +106,13 @@ def on_path(project, monkeypatch):
     yield
     for name in [n for n in sys.modules if n.split(".")[0] == "tinylm"]:
         del sys.modules[name]
+
+
+@pytest.fixture(scope="module")
+def strict(relu_problem, build_cache):
+    """A --strict evaluator on ReLU without timing, one per test module (test_forgery times its own)."""
+    from kevin_tui.evaluator import EvalOptions, Evaluator
+
+    options = EvalOptions(device="cpu", timing=False, shapes="off", strict=True, cache_dir=build_cache)
+    with Evaluator(relu_problem, options) as evaluator:
+        yield evaluator

@@ -37,13 +37,6 @@ def test_a_kernel_that_writes_only_the_real_part_is_incorrect(build_cache):
     assert verdict.status is Status.INCORRECT and "outside tolerance" in verdict.message, verdict.message
 
 
-@pytest.fixture(scope="module")
-def strict(relu_problem, build_cache):
-    options = EvalOptions(device="cpu", timing=False, shapes="off", strict=True, cache_dir=build_cache)
-    with Evaluator(relu_problem, options) as evaluator:
-        yield evaluator
-
-
 def test_strict_rejects_pytorch_compute_seen_at_runtime_that_names_hide(strict):
     verdict = strict.evaluate(redteam("strict_ignores_runtime_ops"))
     assert verdict.status is Status.REJECTED and "torch_compute_at_runtime" in verdict.message, verdict.message

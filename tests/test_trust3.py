@@ -39,13 +39,6 @@ def checking(relu_problem, build_cache):
         yield evaluator
 
 
-@pytest.fixture(scope="module")
-def strict(relu_problem, build_cache):
-    options = EvalOptions(device="cpu", timing=False, shapes="off", strict=True, cache_dir=build_cache)
-    with Evaluator(relu_problem, options) as evaluator:
-        yield evaluator
-
-
 # -- the protocol charges the candidate ---------------------------------------------------------------
 
 
