@@ -75,6 +75,30 @@ def test_one_writer_shared_by_threads_writes_whole_lines(tmp_path):
     assert all(e.time > 0 for e in session.events)
 
 
+def test_a_session_file_never_appears_without_its_header(tmp_path):
+    """A batch run lists its sessions folder while trajectories start (and a kill can land then): a
+    file seen at all already holds its header."""
+    done = threading.Event()
+    seen: list[str] = []
+
+    def create() -> None:
+        for n in range(300):
+            SessionWriter(tmp_path / f"s{n}.jsonl", header()).close()
+        done.set()
+
+    creator = threading.Thread(target=create)
+    creator.start()
+    while not done.is_set():
+        for path in tmp_path.glob("*.jsonl"):
+            try:
+                load_session(path)
+            except SessionError as e:
+                seen.append(str(e))
+    creator.join()
+    assert seen == [] and len(list(tmp_path.glob("*.jsonl"))) == 300
+    assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".jsonl")] == []
+
+
 def test_an_event_written_after_close_is_still_saved(tmp_path):
     writer = SessionWriter(tmp_path / "s.jsonl", header())
     writer.write(PromptEvent(turn=1, tokens=1, counted_with="estimate"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import secrets
 import threading
 import time
@@ -36,11 +37,12 @@ class SessionWriter:
         if new and header is None:
             raise SessionError(f"{path}: a new session needs a header")
         path.parent.mkdir(parents=True, exist_ok=True)
-        if not new:
+        if new:
+            assert header is not None
+            _create_with_header(path, to_record(header))
+        else:
             _repair_tail(path)
         self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the session's life
-        if header is not None and new:
-            self._append(to_record(header))
 
     def _append(self, record: dict[str, Any]) -> None:
         if self.file.closed:  # a late event (a worker winding down after close): still saved
@@ -59,6 +61,14 @@ class SessionWriter:
         with self._lock:
             if not self.file.closed:
                 self.file.close()
+
+
+def _create_with_header(path: Path, header: dict[str, Any]) -> None:
+    """A session file appears with its header already in it (written aside, then renamed into
+    place): a reader listing the folder, or a kill at that moment, never meets a headerless file."""
+    aside = path.with_name(f".{path.name}.{secrets.token_hex(4)}.new")
+    aside.write_text(json.dumps(header, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    os.replace(aside, path)
 
 
 def _repair_tail(path: Path) -> None:
