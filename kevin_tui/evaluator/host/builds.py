@@ -9,7 +9,8 @@ that the host moves into place and records, with the library's sha256 and size, 
 where no sandbox can write (`<cache>/manifests`). Every hand-out checks the library against it (a
 mismatch is rebuilt, never loaded), and a candidate during whose run a cached library stopped
 matching its manifest is `rejected`. Precompiled headers are made by a trusted step of their own
-and every builder sees them read-only.
+and every builder sees them read-only. A build whose binding unit (main.cpp) was compiled before gets
+a checked copy of that object to link instead (host/bindings.py).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kevin_tui.evaluator.compiler_output import GeneratedFile, SourceMap, first_errors, with_hints
+from kevin_tui.evaluator.host.bindings import OBJECT, BindingObjects, binding_key
 from kevin_tui.evaluator.host.cache import Manifests, admit, identity, install_pch, sweep_staging, usable_pch
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, Sandbox
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerProcess, WorkerTimeout
@@ -172,6 +174,7 @@ class BuildRecord:
     log: str = ""
     loaded: bool | None = None
     prelude_lines: int = 0  # a failed light build: where the candidate's CUDA sources start in cuda.cu
+    binding: str = ""  # main.cpp's object: "compiled" here, or "reused" (a checked copy of an earlier build's)
 
     def summary(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in ("log", "compiler_errors", "prelude_lines")}
@@ -195,6 +198,7 @@ class BuildBroker:
         for directory in (self.pch_store, self.staging):
             directory.mkdir(parents=True, exist_ok=True)
         self.manifests = Manifests(self.root.parent / "manifests")
+        self.bindings = BindingObjects(self.root, self.manifests)
         sweep_staging(self.staging)
 
     def key(self, spec: dict[str, Any], versions: dict[str, Any]) -> str:
@@ -240,7 +244,7 @@ class BuildBroker:
             return record
         started = time.perf_counter()
         try:
-            self._run_builder(spec, directory, record, deadline)
+            self._run_builder(spec, versions, directory, record, deadline)
         finally:
             record.seconds = round(time.perf_counter() - started, 3)
         if not record.ok:
@@ -284,17 +288,23 @@ class BuildBroker:
             worker.kill()
             shutil.rmtree(staging, ignore_errors=True)
 
-    def _run_builder(self, spec: dict[str, Any], directory: Path, record: BuildRecord, deadline: float) -> None:
+    def _run_builder(
+        self, spec: dict[str, Any], versions: dict[str, Any], directory: Path, record: BuildRecord, deadline: float
+    ) -> None:
         pch_key = self.precompiled_header(spec, deadline)
         temporary = self.root / f".tmp-{directory.name}-{secrets.token_hex(4)}"
         temporary.mkdir()
+        binding = ""
+        if spec["kind"] == "inline":
+            binding = binding_key(spec, uses_cuda(spec), pch_key, versions, self.env)
+            record.binding = "reused" if self.bindings.provide(binding, temporary / OBJECT) else "compiled"
         scratch = self.scratch / f"builder-{temporary.name}"
         binds = [Bind(str(temporary), writable=True), Bind(str(self.pch_store))]
         worker = WorkerProcess("builder", scratch, self.env, self.sandbox, binds, self.limits)
         self.last_log = worker.log_path
         try:
             worker.send({"cmd": "build", "spec": spec, "directory": str(temporary), "pch_store": str(self.pch_store),
-                         "pch_key": pch_key})  # fmt: skip
+                         "pch_key": pch_key, "binding_object": record.binding == "reused"})  # fmt: skip
             event = worker.event(deadline - time.monotonic())
         except (WorkerGone, ProtocolViolation) as exc:
             record.ok, record.message = False, f"the builder {exc}"
@@ -309,6 +319,8 @@ class BuildBroker:
             if self.last_log == worker.log_path:
                 self.last_log = None  # its stages are shown while it runs; then the candidate's log again
         self._finish(event, spec, temporary, directory, record)
+        if record.ok and record.binding == "compiled":
+            self.bindings.remember(binding, directory)
 
     def _finish(self, event: dict, spec: dict, temporary: Path, directory: Path, record: BuildRecord) -> None:
         kind = event["event"]
