@@ -57,7 +57,10 @@ def test_a_changed_recorded_object_is_never_handed_out(tmp_path):
     (entry / OBJECT).write_bytes(b"\x7fELF honest object" * 100)
     objects = BindingObjects(builds, manifests)
     objects.remember("k1", entry)
-    assert objects.provide("k1", tmp_path / "copy.o") and (tmp_path / "copy.o").read_bytes() == (entry / OBJECT).read_bytes()
+    assert (
+        objects.provide("k1", tmp_path / "copy.o")
+        and (tmp_path / "copy.o").read_bytes() == (entry / OBJECT).read_bytes()
+    )
     (entry / OBJECT).write_bytes(b"\x7fELF poisoned object" * 100)  # same size would not help either: hashed
     assert not objects.provide("k1", tmp_path / "second.o")
     assert not (tmp_path / "second.o").exists()
