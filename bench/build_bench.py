@@ -36,12 +36,13 @@ sys.path.insert(0, str(CODE))
 
 from eval_bench import unique_source  # noqa: E402  (this directory is on the path)
 
+from kevin_tui import kernelbench  # noqa: E402
 from kevin_tui.evaluator import EvalOptions, Evaluator  # noqa: E402
 from kevin_tui.evaluator.host.cache import usage  # noqa: E402
 from kevin_tui.evaluator.host.sandbox import worker_env  # noqa: E402
 from kevin_tui.problem import load_problem  # noqa: E402
 
-RELU = REPO.parent / "shared" / "kernelbench" / "level1" / "19_ReLU.py"
+RELU = kernelbench.root() / "level1" / "19_ReLU.py"
 CANDIDATES = REPO / "tests" / "candidates"
 SPARE_READY_S = 8.0
 PATTERNS = (

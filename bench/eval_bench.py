@@ -23,11 +23,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from kevin_tui import kernelbench  # noqa: E402
 from kevin_tui.evaluator import EvalOptions, Evaluator  # noqa: E402
 from kevin_tui.evaluator.host.sandbox import worker_env  # noqa: E402
 from kevin_tui.problem import load_problem  # noqa: E402
 
-DEFAULT_PROBLEM = REPO.parent / "shared" / "kernelbench" / "level1" / "19_ReLU.py"
+DEFAULT_PROBLEM = kernelbench.root() / "level1" / "19_ReLU.py"
 DEFAULT_CANDIDATE = REPO / "tests" / "candidates" / "relu_cpp.py"
 PAUSE_S = 5.0
 
