@@ -96,7 +96,9 @@ def kevin_run(evaluator: Evaluator, source: str) -> dict[str, float]:
     phases = verdict.phases_s
     headers = ",".join(b.get("headers", "?") for b in verdict.details.get("builds", [])) or "no"
     times = {k: phases.get(k, 0.0) for k in ("build", "check", "judge", "time")}
-    return {"total": total, "status": verdict.status.value, "headers": headers, **times}
+    # what the evaluation costs beyond building and measuring: starting, loading, reaping workers (goal <= 1 s)
+    overhead = total - sum(times.values())
+    return {"total": total, "status": verdict.status.value, "headers": headers, **times, "overhead": overhead}
 
 
 def main() -> None:
@@ -136,7 +138,8 @@ def main() -> None:
         print(
             f"kevin {label}: total {run['total']:.1f} s [{run['status']}, {run['headers']} headers] = "
             f"build {run['build']:.1f} s, "
-            f"check {run['check']:.2f} s, judge {run['judge']:.2f} s, timing {run['time']:.2f} s"
+            f"check {run['check']:.2f} s, judge {run['judge']:.2f} s, timing {run['time']:.2f} s; "
+            f"overhead {run['overhead']:.2f} s (goal <= 1 s)"
         )
     print(f"ratio cold build / plain build: {cold['build'] / plain['build']:.2f} (goal <= 0.5)")
     print(f"ratio cold total / warm total: {cold['total'] / warm['total']:.1f}x (goal >= 10x)")
