@@ -34,8 +34,6 @@ REPO = Path(__file__).resolve().parents[1]
 CODE = Path(os.environ.get("KEVIN_TUI_BENCH_CODE", REPO))  # whose kevin_tui a --serve process measures
 sys.path.insert(0, str(CODE))
 
-from eval_bench import unique_source  # noqa: E402  (this directory is on the path)
-
 from kevin_tui import kernelbench  # noqa: E402
 from kevin_tui.evaluator import EvalOptions, Evaluator  # noqa: E402
 from kevin_tui.evaluator.host.cache import usage  # noqa: E402
@@ -57,6 +55,14 @@ namespace = {"__name__": "candidate"}  # its load_inline is torch's own, buildin
 exec(compile(source, sys.argv[1], "exec"), namespace)
 print(time.perf_counter() - started)
 """
+
+
+def unique_source(source: str, tag: str) -> str:
+    """eval_bench's, imported only here: importing it puts this checkout's kevin_tui first on the path,
+    which a --serve process for another checkout must not do."""
+    from eval_bench import unique_source as unique  # this directory is on the path
+
+    return unique(source, tag)
 
 
 def plain_build(source: str, tmp: Path) -> float:
@@ -95,7 +101,9 @@ def relu_evaluator(cache: Path) -> Evaluator:
 def serve(cache: Path) -> None:
     """Evaluate each source file named on stdin; one JSON line of figures each on stdout."""
     with relu_evaluator(cache) as evaluator:
-        print(json.dumps({"ready": str(CODE)}), flush=True)
+        import kevin_tui
+
+        print(json.dumps({"ready": kevin_tui.__file__}), flush=True)
         for line in sys.stdin:
             print(json.dumps(kevin_build(evaluator, Path(line.strip()).read_text())), flush=True)
 
@@ -103,12 +111,12 @@ def serve(cache: Path) -> None:
 class Side:
     """A kevin-tui checkout evaluating in its own `--serve` process."""
 
-    def __init__(self, label: str, code: Path, tmp: Path) -> None:
+    def __init__(self, label: str, code: Path, tmp: Path, cache: Path) -> None:
         self.label, self.tmp = label, tmp
         env = {**os.environ, "KEVIN_TUI_BENCH_CODE": str(code), "PYTHONPATH": str(code)}
-        command = [sys.executable, str(Path(__file__).resolve()), "--serve", str(tmp / f"cache-{label}")]
+        command = [sys.executable, str(Path(__file__).resolve()), "--serve", str(cache)]
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        self._answer()
+        print(f"  {label}: kevin-tui from {self._answer()['ready']}", flush=True)
 
     def _answer(self) -> dict[str, object]:
         assert self.process.stdout is not None
@@ -136,7 +144,8 @@ def patterns(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         codes = {"kevin": REPO, **({"base": args.baseline.resolve()} if args.baseline else {})}
-        sides = {label: Side(label, code, tmp) for label, code in codes.items()}
+        cache = args.cache or tmp / "cache"  # shared: one precompiled header; sources differ, so builds do too
+        sides = {label: Side(label, code, tmp, cache) for label, code in codes.items()}
         try:
             for path in PATTERNS:
                 source = path.read_text()
@@ -196,6 +205,7 @@ def main() -> None:
     parser.add_argument("--patterns", action="store_true")
     parser.add_argument("--repetitions", type=int, default=1)
     parser.add_argument("--baseline", type=Path, help="another checkout of kevin-tui to measure in the same run")
+    parser.add_argument("--cache", type=Path, help="--patterns: a build cache to keep (default: a temporary one)")
     parser.add_argument("--serve", type=Path, metavar="CACHE", help=argparse.SUPPRESS)
     parser.add_argument("--pch", type=int, default=0, metavar="N")
     parser.add_argument("--flag-sets", type=int, default=0, metavar="K", help="distinct flag sets (default N)")
