@@ -106,6 +106,7 @@ def main() -> None:
     parser.add_argument("--problem", type=Path, default=DEFAULT_PROBLEM)
     parser.add_argument("--candidate", type=Path, default=DEFAULT_CANDIDATE)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--cache-dir", type=Path, help="a build cache to use (default: a new, empty one)")
     args = parser.parse_args()
     tag = f"{os.getpid()}-{time.time_ns()}"
     source = unique_source(args.candidate.read_text(), tag)
@@ -117,7 +118,7 @@ def main() -> None:
           f"check {plain['check']:.2f} s)")  # fmt: skip
 
     with tempfile.TemporaryDirectory() as cache:
-        options = EvalOptions(device=args.device, cache_dir=Path(cache))
+        options = EvalOptions(device=args.device, cache_dir=args.cache_dir or Path(cache))
         with Evaluator(load_problem(args.problem), options) as evaluator:
             started = time.perf_counter()
             evaluator.reference_ready()
