@@ -308,3 +308,20 @@ def test_a_block_run_under_autocast_becomes_a_problem_that_runs_under_it(project
     problem = imported(project / "mixed" / "blocks_GeluGate.py")
     model = problem.Model(*problem.get_init_inputs())
     assert model(*problem.get_inputs()).dtype == torch.bfloat16
+
+
+def test_torch_export_traces_an_installed_kernel_as_its_operator(project):
+    """torch.export of a block with the C++ kernel installed: the exported program calls the kernel's custom
+    operator (an extension call alone cannot be exported) and its output is the block's."""
+    helper = applied_helper(project, EXAMPLES / "kernels" / "gelu_gate_cpp.py")
+    from tinylm.blocks import GeluGate
+
+    torch.manual_seed(0)
+    block = GeluGate(64, 128).eval()
+    installed = helper.install(copy.deepcopy(block))
+    x = torch.randn(2, 8, 64)
+    exported = torch.export.export(installed, (x,))
+    called = {str(node.target) for node in exported.graph.nodes if node.op == "call_function"}
+    assert any(target.startswith("kevin_tui.GeluGate_") for target in called), called
+    other = torch.randn(2, 8, 64)
+    assert torch.allclose(exported.module()(other), block(other), rtol=1e-4, atol=1e-5)
