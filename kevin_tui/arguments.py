@@ -397,6 +397,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_prof.add_argument(
         "--extract", action="append", metavar="ROW", help="write this row's problem: rank or class name"
     )
+    p_prof.add_argument("--backward", action="store_true",
+                        help="also time each module's backward alone; --extract then writes its backward problem "
+                        "too (the vector-Jacobian product, as optimize FILE.py:Class --backward does)")  # fmt: skip
     p_prof.add_argument("--problems-dir", type=Path, default=Path("problems"), help="where problems are written")
     p_prof.add_argument("--print", action="store_true", help="print the tables instead of opening the app")
     p_prof.add_argument("--json", action="store_true", help="print the profile as one JSON object")
