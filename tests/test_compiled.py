@@ -11,6 +11,7 @@ from kevin_tui.arguments import build_parser, eval_options
 from kevin_tui.config import Settings
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status, Verdict
 from kevin_tui.evaluator.host.compiled import SOURCE
+from kevin_tui.evaluator.report import render
 from tests.conftest import candidate
 
 
@@ -31,6 +32,8 @@ def test_a_cpp_kernel_registered_as_a_custom_op_is_correct_under_compile_with_no
     assert verdict.evidence["compiled"]["graph_breaks"] == 0 and verdict.evidence["compiled"]["trials"] == 2
     assert "informational" in verdict.evidence["compiled"]["graph_breaks_source"]
     assert breaks_warning(verdict) is None
+    assert "torch_compute_at_runtime" not in {w.code for w in verdict.warnings}  # its op is not PyTorch's
+    assert "torch.compile: the same outputs on 2 trial(s); 0 graph break(s), counted by" in render(verdict)
     judged = [c.name for c in verdict.checks if "under torch.compile" in c.name]
     assert judged == ["output trial 1 under torch.compile", "output trial 2 under torch.compile"]
 
