@@ -71,3 +71,10 @@ def test_eval_optimize_and_batch_take_compiled(command):
     parser = build_parser()
     assert eval_options(parser.parse_args([*command, "--compiled"]), Settings()).compiled is True
     assert eval_options(parser.parse_args(command), Settings()).compiled is False
+
+
+def test_a_custom_op_wrapping_pytorch_is_seen_as_pytorch_compute(compiled):
+    verdict = compiled.evaluate(candidate("compiled/relu_custom_op_torch.py"))
+    assert verdict.status is Status.CORRECT, verdict.message
+    seen = next(w.message for w in verdict.warnings if w.code == "torch_compute_at_runtime")
+    assert "aten::relu" in seen and "relu_wrapped" not in seen
