@@ -78,3 +78,10 @@ def test_a_custom_op_wrapping_pytorch_is_seen_as_pytorch_compute(compiled):
     assert verdict.status is Status.CORRECT, verdict.message
     seen = next(w.message for w in verdict.warnings if w.code == "torch_compute_at_runtime")
     assert "aten::relu" in seen and "relu_wrapped" not in seen
+
+
+def test_a_candidate_cannot_write_the_compile_cache_its_own_is_copied_from(compiled):
+    verdict = compiled.evaluate(candidate("compiled/plants_in_the_compile_seed.py"))
+    assert verdict.status is Status.INCORRECT, verdict.message  # it ran: the seed was there, the write refused
+    assert not (compiled.compile_cache() / "planted.py").exists()
+    assert verdict.sandbox in ("bwrap", "unshare")
