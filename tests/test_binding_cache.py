@@ -4,7 +4,7 @@ build that links a reused one is in test_builds.py (it shares that module's eval
 
 from __future__ import annotations
 
-from kevin_tui.evaluator.host.bindings import OBJECT, BindingObjects, binding_key
+from kevin_tui.evaluator.host.bindings import OBJECT, BindingObjects, binding_key, reusable
 from kevin_tui.evaluator.host.cache import Manifests
 
 SPEC = {
@@ -46,3 +46,23 @@ def test_a_changed_recorded_object_is_never_handed_out(tmp_path):
     assert not (tmp_path / "second.o").exists()
     assert not objects.provide("k1", tmp_path / "third.o")  # the record is dropped: the next build compiles it
     assert not objects.provide("unknown", tmp_path / "fourth.o")
+
+
+def test_a_main_cpp_that_could_read_a_file_outside_the_key_is_never_reused():
+    """The CUDA sources are not in the key: a main.cpp that includes cuda.cu (quoted, by macro, through a
+    digraph, a spliced line, __has_include) would link an earlier candidate's kernel under a later one's."""
+    plain = [
+        "#include <torch/extension.h>\n#include <vector>\n#include <cuda_runtime.h>\ntorch::Tensor f(torch::Tensor x);"
+    ]
+    assert reusable({**SPEC, "cpp_sources": plain})
+    assert reusable(SPEC)
+    sneaky = [
+        '#include "cuda.cu"', "#define K <cuda.cu>\n#include K", "#include <cuda.cu>", '%:include "cuda.cu"',
+        '#inc\\\nlude "cuda.cu"', '#/**/include "cuda.cu"', '#if __has_include("cuda.cu")\n#endif',
+        '#import "cuda.cu"', "#include <../x.h>", '??=include "cuda.cu"', '#include_next "cuda.cu"',
+    ]  # fmt: skip
+    for source in sneaky:
+        assert not reusable({**SPEC, "cpp_sources": [source]}), source
+    for flags in (["-I/tmp"], ["-include", "cuda.cu"], ["-iquote."], ["@flags.txt"]):
+        assert not reusable({**SPEC, "extra_cflags": flags}), flags
+    assert not reusable({**SPEC, "extra_include_paths": ["/tmp"]})

@@ -30,6 +30,11 @@ OBJECT = "main.o"  # torch's name for the object of the generated main.cpp
 FIELDS = ("kind", "name", "cpp_sources", "functions", "extra_cflags", "extra_include_paths", "with_cuda",
           "no_implicit_headers")  # fmt: skip
 ENTRY = re.compile(r"[A-Za-z0-9_]+-[0-9a-f]{20}")
+# The only inclusion a reusable main.cpp may make: a header by name from the system's, torch's or CUDA's
+# directories (read-only, the same for every build). A quoted include, a macro one, `__has_include` or a
+# name like `cuda.cu` could read a file the key does not cover: the CUDA sources, which are not in it.
+ANGLE_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<[A-Za-z0-9_/+-]+(\.(h|hpp|hh|cuh|inl))?>[ \t]*$", re.MULTILINE)
+INCLUDE_WORDS = re.compile(r"include|import|%:|\?\?=")
 
 
 def binding_key(spec: dict[str, Any], cuda: bool, pch_key: str, versions: dict[str, Any], env: dict[str, str]) -> str:
@@ -40,6 +45,19 @@ def binding_key(spec: dict[str, Any], cuda: bool, pch_key: str, versions: dict[s
         "python": sys.version_info[:2], "cxx": env.get("CXX", ""), "cuda_home": env.get("CUDA_HOME", ""),
     }  # fmt: skip
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+
+def reusable(spec: dict[str, Any]) -> bool:
+    """Whether main.cpp's object depends only on what `binding_key` covers: no include paths or include
+    flags of the candidate's, and no inclusion other than a plain `#include <header>`."""
+    if spec.get("extra_include_paths") or any(
+        str(flag).startswith(("-I", "-i", "--include", "@")) for flag in spec.get("extra_cflags") or []
+    ):
+        return False
+    text = "\n".join(spec.get("cpp_sources") or []).replace("\\\n", "")
+    allowed = {m.start(): m.end() for m in ANGLE_INCLUDE.finditer(text)}
+    spans = [(start, end) for start, end in allowed.items()]
+    return all(any(start <= m.start() < end for start, end in spans) for m in INCLUDE_WORDS.finditer(text))
 
 
 class BindingObjects:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kevin_tui.evaluator.compiler_output import GeneratedFile, SourceMap, first_errors, with_hints
-from kevin_tui.evaluator.host.bindings import OBJECT, BindingObjects, binding_key
+from kevin_tui.evaluator.host.bindings import OBJECT, BindingObjects, binding_key, reusable
 from kevin_tui.evaluator.host.cache import Manifests, admit, identity, install_pch, sweep_staging, usable_pch
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, Sandbox
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerProcess, WorkerTimeout
@@ -295,7 +295,7 @@ class BuildBroker:
         temporary = self.root / f".tmp-{directory.name}-{secrets.token_hex(4)}"
         temporary.mkdir()
         binding = ""
-        if spec["kind"] == "inline":
+        if spec["kind"] == "inline" and reusable(spec):
             binding = binding_key(spec, uses_cuda(spec), pch_key, versions, self.env)
             record.binding = "reused" if self.bindings.provide(binding, temporary / OBJECT) else "compiled"
         scratch = self.scratch / f"builder-{temporary.name}"
