@@ -60,8 +60,10 @@ def profile_renderable(verdict: Verdict | None) -> RenderableType:
     functions on the CPU), with the speed-of-light standing and coverage above the table."""
     evidence = verdict.evidence if verdict is not None else {}
     profile = evidence.get("profile")
+    if "profile" in evidence.get("pending", []):
+        return Text("Profile: running… (it follows the verdict)", style="italic")
     if not profile:
-        return Text("No profile: it is taken for correct kernels.", style="italic")
+        return Text(f"No profile: {_no_profile(evidence)}.", style="italic")
     head = Text("\n".join(line.strip() for line in evidence_lines(evidence)) or "")
     rows = profile.get("kernels") or profile.get("ops") or []
     table = Table("kernel" if profile.get("kernels") else "op", "calls", "ms", "share", box=None, pad_edge=False)
@@ -71,3 +73,11 @@ def profile_renderable(verdict: Verdict | None) -> RenderableType:
         table.add_row(Text(name, style="bold" if mine else ""), str(calls), f"{ms:.4f}", f"{ms / total:.0%}")
     hint = Text("\nP sends a digest of this profile to Kevin as the next turn's note.", style="dim")
     return Group(head, Text(""), table, hint)
+
+
+def _no_profile(evidence: dict) -> str:
+    if "profile" in evidence.get("cancelled", []):
+        return "it was cancelled before it finished"
+    if failed := evidence.get("profile_failed"):
+        return f"it failed ({failed})"
+    return "it is taken for correct kernels"
