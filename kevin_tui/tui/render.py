@@ -10,6 +10,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from kevin_tui.evaluator.compiler_output import printable
 from kevin_tui.evaluator.report import evidence_lines
 from kevin_tui.evaluator.report import render as render_report
 from kevin_tui.evaluator.verdict import Verdict
@@ -52,7 +53,7 @@ def diff_renderable(old: str | None, new: str | None, label: str, theme: str = T
 def verdict_renderable(verdict: Verdict | None) -> RenderableType:
     if verdict is None:
         return Text("Not evaluated yet.", style="italic")
-    return Text(render_report(verdict))
+    return Text(printable(render_report(verdict)))  # compiler messages in it are the candidate's text
 
 
 def profile_renderable(verdict: Verdict | None) -> RenderableType:

@@ -308,8 +308,7 @@ class Evaluator:
             verdict.status = Status.REJECTED
             verdict.message = f"rejected under --strict: {codes} ({found[0].message})"
             verdict.speedup = verdict.speedup_compile = verdict.speedup_interval = None
-        if later is not None and verdict.status is not Status.CORRECT:
-            later.cancel()
+        if later is not None and verdict.status is not Status.CORRECT:  # rejected under --strict: no evidence
             later.close()
             later = None
         expect(verdict, later.parts if later else [])
@@ -367,14 +366,14 @@ class Evaluator:
             return verdict, None
         return verdict, CandidateEvidence(self, run, parts, done)
 
-    def _candidate_done(self, run: CandidateRun, once: threading.Event) -> None:
+    def _candidate_done(self, run: CandidateRun, once: threading.Event, spare: bool = True) -> None:
         """The candidate's worker is finished with (after its verdict, or its evidence): killed, and the
         spare started, only now, so its import never competes with a timing."""
         run.worker.kill()
         if once.is_set():
             return
         once.set()
-        if self.prespawn and not self.closed and self._spare is None:
+        if spare and self.prespawn and not self.closed and self._spare is None:
             self._spare = self.spawn_candidate_worker()
 
     def _nsight_wanted(self) -> bool:

@@ -29,10 +29,10 @@ BROKEN = (Decided, WorkerGone, WorkerTimeout, ProtocolViolation, ReferenceLost)
 class CandidateEvidence:
     """The `LaterEvidence` of one correct verdict of the local evaluator."""
 
-    def __init__(self, evaluator: Evaluator, run: CandidateRun, parts: list[str], done: Callable[[], None]) -> None:
+    def __init__(self, evaluator: Evaluator, run: CandidateRun, parts: list[str], done: Callable[[bool], None]) -> None:
         self.evaluator, self.run = evaluator, run
         self._parts = list(parts)
-        self._done = done  # the candidate's worker is finished with: kill it, start the spare
+        self._done = done  # the candidate's worker is finished with: kill it, start the spare (or not)
         self._cancelled = threading.Event()
         self._closed = False
         self.ncu_scratch = evaluator.scratch / f"ncu-{next(evaluator.counter)}"
@@ -71,7 +71,7 @@ class CandidateEvidence:
         elif name == "shapes":
             self.run.check_shapes(found)
         elif name == "ncu":
-            self._done()  # before the Nsight Compute pass, which runs the candidate again in a worker of its own
+            self._done(True)  # before the Nsight Compute pass, which runs the candidate again in a worker of its own
             self.evaluator.nsight(found, self.run.files, self.run.source, self.ncu_scratch, not self.run.quiet)
 
     def cancel(self) -> None:
@@ -81,6 +81,7 @@ class CandidateEvidence:
         kill_workers_under(self.ncu_scratch)
 
     def close(self) -> None:
+        """The worker is killed; the spare is started unless this was cancelled (the run may be ending)."""
         if not self._closed:
             self._closed = True
-            self._done()
+            self._done(not self._cancelled.is_set())
