@@ -690,7 +690,9 @@ class Driver:
                 for candidate in candidates:  # the rest never started: recorded as cancelled too
                     agent.cancel_evidence(candidate)
                 raise
-            except Exception as exc:  # evidence is never the turn's failure
+            except Exception as exc:  # evidence is never the turn's failure; what did not come is recorded
+                for candidate in candidates:
+                    agent.cancel_evidence(candidate)
                 self.report(Notice(f"the evidence after the verdict failed: {type(exc).__name__}: {exc}", "warning"))
 
     async def _wind_down(self, reason: str = "quit") -> None:
