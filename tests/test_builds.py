@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import time
 from pathlib import Path
 
@@ -92,6 +93,9 @@ def test_a_build_failure_the_candidate_swallows_is_still_a_compile_error(relu_cp
     assert verdict.status is Status.COMPILE_ERROR, verdict.message
     assert "fallback hid this" in verdict.message and "undeclared_name" in verdict.message
     assert verdict.details["compiler_errors"][0]["candidate_line"] is not None
+    # the compiler's own lines reached the builder's log as it printed them, stamped (the app tails it)
+    logs = [log.read_text() for log in relu_cpu.scratch.glob("builder-*/builder.log")]
+    assert any(re.search(r"(?m)^\[\s*\d+\.\d s\] \| .*error: .*undeclared_name", text) for text in logs), logs
 
 
 def test_a_flag_that_runs_programs_is_refused_as_a_compile_error(relu_cpu):

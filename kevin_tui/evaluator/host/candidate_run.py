@@ -85,6 +85,7 @@ class CandidateRun:
     cache_before: dict[str, list[int] | None] = field(default_factory=dict)
     precision: dict[str, float] | None = None  # the first trial's error shares, as the judge measured them
     seed: int = field(default_factory=lambda: secrets.randbits(62))
+    quiet: bool = False  # no phases reported: evidence after the verdict, which the verdict panel shows
 
     def __post_init__(self) -> None:
         self.files = WorkerFiles(self.scratch)
@@ -102,7 +103,8 @@ class CandidateRun:
         self.phases[self.phase] = round(self.phases.get(self.phase, 0.0) + now - self.phase_started, 3)
         self.phase, self.phase_started = phase, now
         self.deadline = now + self.options.timeout_s
-        self.evaluator.on_progress(phase, "")
+        if not self.quiet:
+            self.evaluator.on_progress(phase, "")
 
     @contextlib.contextmanager
     def host_work(self, phase: str) -> Iterator[None]:
@@ -242,12 +244,14 @@ class CandidateRun:
             if compiled is not None:
                 compiled.add_to(verdict)
         if verdict.status is Status.CORRECT:
-            if self.options.profile:
-                self.profile(verdict)
             self.count_ops()
-            if self.options.shapes != "off":
+            if self.options.shapes == "strict":  # other sizes decide the status: judging, not evidence
                 self.check_shapes(verdict)
         return verdict
+
+    def evidence_parts(self) -> list[str]:
+        """What follows a correct verdict in this worker's hands (host/later.py runs them)."""
+        return (["profile"] if self.options.profile else []) + (["shapes"] if self.options.shapes == "warn" else [])
 
     def precision_evidence(self, verdict: Verdict) -> None:
         """The candidate's error against a float64 reference beside the float32 reference's own; a much larger

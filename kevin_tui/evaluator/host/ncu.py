@@ -191,10 +191,11 @@ def evidence_lines(entry: dict) -> list[str]:
     return [KernelDigest(**kernel).line() for kernel in entry.get("kernels", [])]
 
 
-def ncu_pass(evaluator: Evaluator, tool: str, inputs: bytes, source: str) -> dict:
-    """Run the (already correct) candidate once more under ncu, in a fresh sandboxed worker, on the
-    first trial's inputs; its builds come from the cache. The `ncu` evidence entry."""
-    scratch = evaluator.scratch / f"ncu-{next(evaluator.counter)}"
+def ncu_pass(evaluator: Evaluator, tool: str, inputs: bytes, source: str, scratch: Path | None = None) -> dict:
+    """Run the (already correct) candidate once more under ncu, in a fresh sandboxed worker (in `scratch`: a
+    caller that may cancel it kills what runs there), on the first trial's inputs; its builds come from the
+    cache. The `ncu` evidence entry."""
+    scratch = scratch or evaluator.scratch / f"ncu-{next(evaluator.counter)}"
     log = scratch / "ncu.csv"
     worker, _ = evaluator.spawn_candidate_worker(scratch, command_prefix(tool, log), install_binds(tool))
     run = CandidateRun(evaluator, worker, scratch, source, evaluation=next(evaluator.counter))

@@ -22,6 +22,7 @@ from typing import Any
 
 from kevin_tui.evaluator.worker.channel import Channel
 from kevin_tui.evaluator.worker.common import EnvironmentProblem, log_stage, short_traceback
+from kevin_tui.evaluator.worker.compiler_stream import run_ninja_streamed
 from kevin_tui.evaluator.worker.light_headers import light_prelude, undefined_names, without_heavy_includes
 from kevin_tui.evaluator.worker.pch import build_pch, pch_flags, pch_key
 
@@ -82,10 +83,12 @@ def _forget_version(name: str) -> None:
 
 
 def _compile_only() -> None:
-    """torch's JIT build ends by importing the library; the builder must not run its initialisers."""
+    """torch's JIT build ends by importing the library; the builder must not run its initialisers. Its
+    ninja step streams the compiler's output into the log as it is printed (compiler_stream.py)."""
     from torch.utils import cpp_extension
 
     cpp_extension._import_module_from_library = lambda *args, **kwargs: None
+    cpp_extension._run_ninja_build = run_ninja_streamed
 
 
 BINDING_COMPILE = re.compile(r"^build main\.o: compile .*\n", re.M)
@@ -145,7 +148,7 @@ class Builder:
         log_stage(f"build {spec['name']}: {'nvcc and ' if cuda else ''}g++ {' '.join(flags)}".rstrip())
         if implicit or spec["kind"] == "files":
             flags = pch_flags(self.pch_store, self.pch_key) + flags
-        log_stage("compiling and linking (the compiler's messages are shown if it fails)")
+        log_stage("compiling and linking (the compiler's output follows as it prints it)")
         if spec["kind"] == "files":
             source_dir = self.directory / "sources"
             source_dir.mkdir(exist_ok=True)
@@ -169,6 +172,7 @@ class Builder:
                     self.headers = "light"
                     raise
                 _forget_version(spec["name"])
+                log_stage("the light CUDA headers failed: building again with the standard ones")
             else:
                 self.headers = "light"
                 return
