@@ -104,3 +104,44 @@ def test_an_honest_float64_accumulator_is_correct(build_cache):
     with Evaluator(problem, options, prespawn=False) as evaluator:
         verdict = evaluator.evaluate(redteam("honest_matvec_double_accumulate"))
     assert verdict.status is Status.CORRECT, verdict.message
+
+
+# -- redteam4 (tests/candidates/redteam4/, each docstring says the attack and the verdict it got before) --------
+
+REDTEAM4 = CANDIDATES / "redteam4"
+
+
+def redteam4(name: str) -> str:
+    return (REDTEAM4 / f"{name}.py").read_text()
+
+
+def _ballast_build(evaluator: Evaluator, name: str, ballast: int):
+    """A build of a tiny C extension module carrying `ballast` bytes of data (no torch headers: quick)."""
+    import time
+
+    source = (
+        f'asm(".pushsection .data\\n{name}_ballast:\\n.fill {ballast},1,0x5a\\n.popsection");\n'
+        f'extern "C" int {name}_answer() {{ return 42; }}\n'
+    )
+    request = {"kind": "inline", "name": name, "cpp_sources": [source], "cuda_sources": [], "sources": [],
+               "functions": None, "extra_cflags": [], "extra_cuda_cflags": [], "extra_ldflags": [],
+               "extra_include_paths": [], "with_cuda": False, "no_implicit_headers": True}  # fmt: skip
+    return evaluator.broker.build(request, evaluator.versions, source, time.monotonic() + 300)
+
+
+def test_a_build_may_not_leave_a_huge_library_in_the_persistent_cache(strict, monkeypatch):
+    """A `.fill` in a data section makes a library of any size, which the host kept in the cache for good
+    (`huge_library_in_cache.py`: 64 MB library and 64 MB object file, `correct`). With the bound at 32 MB
+    the builder cannot write it and nothing of it stays; a build under the bound is unaffected."""
+    import shutil
+
+    from kevin_tui.evaluator.host import builds
+
+    monkeypatch.setattr(builds, "MAX_BUILD_BYTES", 32 << 20, raising=False)  # absent before the bound
+    for made in strict.broker.root.glob("rt4_ballast*"):  # left by an earlier run of this test without the bound
+        shutil.rmtree(made)
+    huge = _ballast_build(strict, "rt4_ballast_huge", 48 << 20)
+    assert not huge.ok, huge.summary()
+    assert not [p for p in strict.broker.root.glob("rt4_ballast_huge*/*") if p.stat().st_size > 1 << 20]
+    small = _ballast_build(strict, "rt4_ballast_small", 4 << 20)
+    assert small.ok, small.message
