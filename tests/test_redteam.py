@@ -145,3 +145,26 @@ def test_a_build_may_not_leave_a_huge_library_in_the_persistent_cache(strict, mo
     assert not [p for p in strict.broker.root.glob("rt4_ballast_huge*/*") if p.stat().st_size > 1 << 20]
     small = _ballast_build(strict, "rt4_ballast_small", 4 << 20)
     assert small.ok, small.message
+
+
+def test_a_candidate_filling_its_scratch_is_stopped_and_its_files_removed(strict, monkeypatch):
+    """`fill_scratch.py` writes 64 MB files until 1 GB: nothing bounded a scratch's total (each file is under
+    the per-file limit) and it stayed until the evaluator closed. With the bound lowered, the worker is killed,
+    its files are gone, and an honest kernel under the same bound is unaffected."""
+    from kevin_tui.evaluator.host import candidate_run
+    from tests.conftest import candidate
+
+    monkeypatch.setattr(candidate_run, "SCRATCH_FLOOR", 64 << 20, raising=False)  # absent before the bound
+    verdict = strict.evaluate(redteam4("fill_scratch"))
+    assert verdict.status is Status.RUNTIME_ERROR and "scratch directory" in verdict.message, verdict.message
+    import time
+
+    deadline = time.monotonic() + 30
+    while list(strict.scratch.glob("candidate-*/ballast-*")) and time.monotonic() < deadline:
+        time.sleep(0.2)  # emptied by the host's watcher once the sandbox is gone
+    assert not list(strict.scratch.glob("candidate-*/ballast-*"))
+    assert strict.evaluate(candidate("relu_cpp.py")).status is Status.CORRECT
+    deadline = time.monotonic() + 30  # and after every run its scratch is emptied but for its log and inputs
+    while list(strict.scratch.glob("candidate-*/out-*.kt")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not list(strict.scratch.glob("candidate-*/out-*.kt"))
