@@ -127,3 +127,35 @@ def test_suppress_is_a_fallback_and_introspection_is_named():
     for snippet in ("import sys\nsys._getframe(1)", "import gc\ngc.get_referrers(1)", "import ctypes",
                     "import torch\ngetattr(torch, name)"):  # fmt: skip
         assert "introspection" in codes(snippet + "\nclass ModelNew: pass\n"), snippet
+
+
+def test_an_nn_module_made_and_called_in_place_or_by_a_plain_name_is_flagged():
+    """redteam4: `nn.ReLU()(x)` and `act = nn.GELU(); act(x)` were not seen (only `self.conv(x)` was), so the
+    static check missed PyTorch compute that the runtime count alone could see (and a candidate can detect
+    that count's dispatch mode). Holding a module's weights by a plain name stays fine."""
+    inline = """
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return nn.ReLU()(ext.copy(x))
+"""
+    named = """
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        act = nn.GELU()
+        return act(ext.copy(x))
+"""
+    holding = """
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = nn.Linear(4, 4)
+        self.weight = nn.Parameter(layer.weight.detach().clone())
+    def forward(self, x):
+        return ext.linear(x, self.weight)
+"""
+    assert "torch_compute_ops" in codes(inline)
+    assert "torch_compute_ops" in codes(named)
+    assert "torch_compute_ops" not in codes(holding)

@@ -255,18 +255,25 @@ def _class_rebinding(tree: ast.Module) -> str | None:
     return None
 
 
+def _makes_nn_module(node: ast.AST, aliases: Aliases) -> bool:
+    """`nn.<Module>(...)` for a module that computes (not a Parameter holder)."""
+    if not isinstance(node, ast.Call) or (name := dotted_name(node.func)) is None:
+        return False
+    full = aliases.resolve(name)
+    return full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] not in NN_CONTAINERS
+
+
 def _nn_module_attrs(tree: ast.AST, aliases: Aliases) -> set[str]:
-    """Attributes of self assigned an nn.<Module>(...) that computes (not a Parameter holder)."""
+    """Attributes of self (`conv` for self.conv) and plain names assigned an nn.<Module>(...) that computes."""
     attrs: set[str] = set()
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+        if not (isinstance(node, ast.Assign) and _makes_nn_module(node.value, aliases)):
             continue
-        name = dotted_name(node.value.func)
-        full = aliases.resolve(name) if name else ""
-        if full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] not in NN_CONTAINERS:
-            for target in node.targets:
-                if isinstance(target, ast.Attribute) and dotted_name(target.value) == "self":
-                    attrs.add(target.attr)
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and dotted_name(target.value) == "self":
+                attrs.add(target.attr)
+            elif isinstance(target, ast.Name):
+                attrs.add(target.id)
     return attrs
 
 
@@ -318,12 +325,14 @@ def _compute_calls(tree: ast.Module, aliases: Aliases) -> list[str]:
         if name is None:
             if isinstance(node.func, ast.Attribute) and node.func.attr in TENSOR_METHODS:
                 found.append(f".{node.func.attr}()")
+            elif isinstance(node.func, ast.Call) and _makes_nn_module(node.func, aliases):
+                found.append(f"{dotted_name(node.func.func)}(...)(...) (an nn module)")
             continue
         full = aliases.resolve(name)
         last = full.rsplit(".", 1)[-1]
         if _torch_compute(full):
             found.append(name)
-        elif name.startswith("self.") and name.count(".") == 1 and name[5:] in module_attrs:
+        elif name.removeprefix("self.") in module_attrs and name.count(".") == name.startswith("self."):
             found.append(f"{name} (an nn module)")
         elif (
             "." in name
