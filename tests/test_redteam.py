@@ -168,3 +168,10 @@ def test_a_candidate_filling_its_scratch_is_stopped_and_its_files_removed(strict
     while list(strict.scratch.glob("candidate-*/out-*.kt")) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not list(strict.scratch.glob("candidate-*/out-*.kt"))
+
+
+def test_strict_rejects_tensor_arithmetic_hidden_from_the_runtime_count(strict):
+    """`y * (y > 0)` beside a real extension, switched to the extension while the op count's dispatch mode is
+    on: `correct` under --strict before; the syntax tree now sees the arithmetic and the probe."""
+    verdict = strict.evaluate(redteam4("strict_arithmetic_hides_from_the_count"))
+    assert verdict.status is Status.REJECTED and "torch_compute_ops" in verdict.message, verdict.message
