@@ -175,3 +175,29 @@ def test_strict_rejects_tensor_arithmetic_hidden_from_the_runtime_count(strict):
     on: `correct` under --strict before; the syntax tree now sees the arithmetic and the probe."""
     verdict = strict.evaluate(redteam4("strict_arithmetic_hides_from_the_count"))
     assert verdict.status is Status.REJECTED and "torch_compute_ops" in verdict.message, verdict.message
+
+
+def test_a_complex_timed_input_is_mixed_like_a_real_one_and_never_the_pools_own_entry():
+    """Complex inputs were not mixed and were handed over as the pool's own entry: every timed call on one
+    of the few entries had the same input (memoised answers worked), and a kernel could write its answer into
+    its input so that later calls on that entry were answered in advance (inputs are not checked after timed
+    calls). Now each call's complex input is new in about half its elements, each element whole from one
+    sample (a Hermitian matrix stays Hermitian), and what the pool does not mix is still a copy."""
+    from kevin_tui.evaluator.worker.inputs import Pool
+
+    def inputs() -> list[torch.Tensor]:
+        h = torch.randn(8, 8, dtype=torch.complex64)
+        return [torch.randn(64, dtype=torch.complex64), h + h.mH, torch.empty(0)]
+
+    pool = Pool.build(inputs, 3, "cpu")
+    plan = pool.schedule(11, 2)
+    first, second = plan[0][:2]  # type: ignore[index]
+    a, b = pool.entries[first][0], pool.entries[second][0]
+    call = pool.args(11, 0, plan[0])
+    from_a, from_b = call[0] == a, call[0] == b
+    assert bool((from_a | from_b).all()) and 0.2 < from_a.float().mean() < 0.8, "each element from one sample"
+    assert torch.equal(call[1], call[1].mH)
+    entry = pool.entries[first][2]
+    assert call[2] is not entry and call[0] is not a
+    call[0].mul_(0)  # what a kernel does to its input
+    assert not torch.equal(a, torch.zeros_like(a))
