@@ -201,3 +201,11 @@ def test_a_complex_timed_input_is_mixed_like_a_real_one_and_never_the_pools_own_
     assert call[2] is not entry and call[0] is not a
     call[0].mul_(0)  # what a kernel does to its input
     assert not torch.equal(a, torch.zeros_like(a))
+
+
+def test_rebinding_the_problems_get_inputs_does_not_change_the_timed_inputs(build_cache, relu_problem):
+    """The timing pool was drawn with the problem module's `get_inputs` as the candidate left it."""
+    options = EvalOptions(device="cpu", timing_trials=5, shapes="off", profile=False, cache_dir=build_cache)
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
+        verdict = evaluator.evaluate(redteam4("rebind_get_inputs"))
+    assert verdict.status is Status.CORRECT, verdict.message
