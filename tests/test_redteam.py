@@ -12,6 +12,7 @@ from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.evaluator.worker.judge import compare_tensor
 from kevin_tui.problem import load_problem
 from tests.conftest import CANDIDATES
+from tests.conftest import candidate as candidate_source
 
 REDTEAM = CANDIDATES / "redteam"
 
@@ -209,3 +210,15 @@ def test_rebinding_the_problems_get_inputs_does_not_change_the_timed_inputs(buil
     with Evaluator(relu_problem, options, prespawn=False) as evaluator:
         verdict = evaluator.evaluate(redteam4("rebind_get_inputs"))
     assert verdict.status is Status.CORRECT, verdict.message
+
+
+def test_a_candidates_failure_cannot_say_the_evaluator_failed(strict):
+    """The `final` event's details are the worker's traceback only; anything else is a protocol violation."""
+    verdict = strict.evaluate(redteam4("failure_blames_the_evaluator"))
+    assert verdict.status in (Status.REJECTED, Status.RUNTIME_ERROR), verdict.message
+    assert not verdict.details.get("reference_lost"), verdict.details
+
+
+def test_an_honest_failure_keeps_its_traceback(strict):
+    verdict = strict.evaluate(candidate_source("import_raises.py"))
+    assert verdict.status is Status.RUNTIME_ERROR and "traceback" in verdict.details, verdict.details

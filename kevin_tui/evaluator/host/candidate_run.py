@@ -148,7 +148,8 @@ class CandidateRun:
         if kind in names:
             return arrived
         if kind == "final":
-            raise Decided(Verdict(Status(event["status"]), event["message"][:MAX_WORDS], details=event["details"]))
+            details = {k: v[-MAX_WORDS:] for k, v in event["details"].items()}
+            raise Decided(Verdict(Status(event["status"]), event["message"][:MAX_WORDS], details=details))
         if kind == "crash":
             details = {"traceback": event["traceback"][-MAX_WORDS:]}
             raise Decided(Verdict(Status.RUNTIME_ERROR, event["message"][:MAX_WORDS], details=details))
