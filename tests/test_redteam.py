@@ -222,3 +222,21 @@ def test_a_candidates_failure_cannot_say_the_evaluator_failed(strict):
 def test_an_honest_failure_keeps_its_traceback(strict):
     verdict = strict.evaluate(candidate_source("import_raises.py"))
     assert verdict.status is Status.RUNTIME_ERROR and "traceback" in verdict.details, verdict.details
+
+
+def test_an_output_file_that_expands_in_the_reader_is_the_candidates_fault(strict):
+    """A 1 MB record whose 20,000 tensor nodes all name the same span: the reference worker's reader copied
+    every span (20 GB) and died, which blamed the evaluator."""
+    verdict = strict.evaluate(redteam4("overlapping_tensors_sink_the_reference"))
+    assert not verdict.details.get("reference_lost"), verdict.message
+    assert verdict.status in (Status.INCORRECT, Status.REJECTED), verdict.message
+
+
+def test_a_tensor_file_with_shared_or_empty_tensors_still_reads(tmp_path):
+    """The honest writer never overlaps spans: one tensor returned twice is written twice, and reads back."""
+    from kevin_tui.evaluator.worker import tensorfile
+
+    y = torch.randn(1000)
+    tensorfile.write(tmp_path / "out.kt", [(y, y), torch.empty(0), 1.5])
+    (first, second), empty, number = tensorfile.read(tmp_path / "out.kt")
+    assert torch.equal(first, y) and torch.equal(second, y) and empty.numel() == 0 and number == 1.5
