@@ -41,7 +41,8 @@ def test_a_kernel_that_writes_only_the_real_part_is_incorrect(build_cache):
 def test_strict_rejects_pytorch_compute_seen_at_runtime_that_names_hide(strict):
     verdict = strict.evaluate(redteam("strict_ignores_runtime_ops"))
     assert verdict.status is Status.REJECTED and "torch_compute_at_runtime" in verdict.message, verdict.message
-    assert "aten::relu" in verdict.message
+    # the static check sees `nn.ReLU()(x)` too now (redteam4), so the runtime finding is not the first one named
+    assert any(w.code == "torch_compute_at_runtime" and "aten::relu" in w.message for w in verdict.warnings)
 
 
 def test_an_output_type_name_of_megabytes_is_the_candidates_fault_not_the_references(strict):
