@@ -10,7 +10,9 @@ where no sandbox can write (`<cache>/manifests`). Every hand-out checks the libr
 mismatch is rebuilt, never loaded), and a candidate during whose run a cached library stopped
 matching its manifest is `rejected`. A build may leave at most `MAX_BUILD_BYTES` in the cache (its builder
 may write no larger file): the cache is never swept, so a library made huge on purpose would stay.
-Precompiled headers are made by a trusted step of their own and every builder sees them read-only.
+Precompiled headers are made by a trusted step of their own and every builder sees them read-only. A build
+whose binding unit (main.cpp) was compiled before gets a checked copy of that object to link instead
+(host/bindings.py).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kevin_tui.evaluator.compiler_output import GeneratedFile, SourceMap, first_errors, with_hints
+from kevin_tui.evaluator.host.bindings import OBJECT, BindingObjects, binding_key, reusable
 from kevin_tui.evaluator.host.cache import (
     Manifests,
     admit,
@@ -184,6 +187,7 @@ class BuildRecord:
     log: str = ""
     loaded: bool | None = None
     prelude_lines: int = 0  # a failed light build: where the candidate's CUDA sources start in cuda.cu
+    binding: str = ""  # main.cpp's object: "compiled" here, or "reused" (a checked copy of an earlier build's)
 
     def summary(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in ("log", "compiler_errors", "prelude_lines")}
@@ -207,6 +211,7 @@ class BuildBroker:
         for directory in (self.pch_store, self.staging):
             directory.mkdir(parents=True, exist_ok=True)
         self.manifests = Manifests(self.root.parent / "manifests")
+        self.bindings = BindingObjects(self.root, self.manifests)
         sweep_staging(self.staging)
 
     def key(self, spec: dict[str, Any], versions: dict[str, Any]) -> str:
@@ -255,7 +260,7 @@ class BuildBroker:
             return record
         started = time.perf_counter()
         try:
-            self._run_builder(spec, directory, record, deadline)
+            self._run_builder(spec, versions, directory, record, deadline)
         finally:
             record.seconds = round(time.perf_counter() - started, 3)
         if not record.ok:
@@ -299,10 +304,16 @@ class BuildBroker:
             worker.kill()
             shutil.rmtree(staging, ignore_errors=True)
 
-    def _run_builder(self, spec: dict[str, Any], directory: Path, record: BuildRecord, deadline: float) -> None:
+    def _run_builder(
+        self, spec: dict[str, Any], versions: dict[str, Any], directory: Path, record: BuildRecord, deadline: float
+    ) -> None:
         pch_key = self.precompiled_header(spec, deadline)
         temporary = self.root / f".tmp-{directory.name}-{secrets.token_hex(4)}"
         temporary.mkdir()
+        binding = ""
+        if spec["kind"] == "inline" and reusable(spec):
+            binding = binding_key(spec, uses_cuda(spec), pch_key, versions, self.env)
+            record.binding = "reused" if self.bindings.provide(binding, temporary / OBJECT) else "compiled"
         scratch = self.scratch / f"builder-{temporary.name}"
         binds = [Bind(str(temporary), writable=True), Bind(str(self.pch_store))]
         limits = replace(self.limits, file_size=min(self.limits.file_size, MAX_BUILD_BYTES))
@@ -310,7 +321,7 @@ class BuildBroker:
         self.last_log = worker.log_path
         try:
             worker.send({"cmd": "build", "spec": spec, "directory": str(temporary), "pch_store": str(self.pch_store),
-                         "pch_key": pch_key})  # fmt: skip
+                         "pch_key": pch_key, "binding_object": record.binding == "reused"})  # fmt: skip
             event = worker.event(deadline - time.monotonic())
         except (WorkerGone, ProtocolViolation) as exc:
             record.ok, record.message = False, f"the builder {exc}"
@@ -325,6 +336,8 @@ class BuildBroker:
             if self.last_log == worker.log_path:
                 self.last_log = None  # its stages are shown while it runs; then the candidate's log again
         self._finish(event, spec, temporary, directory, record)
+        if record.ok and record.binding == "compiled":
+            self.bindings.remember(binding, directory)
 
     def _finish(self, event: dict, spec: dict, temporary: Path, directory: Path, record: BuildRecord) -> None:
         kind = event["event"]

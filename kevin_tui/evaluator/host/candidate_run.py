@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from kevin_tui.evaluator.compiler_output import demangle
 from kevin_tui.evaluator.host.builds import BuildRecord
+from kevin_tui.evaluator.host.compiled import under_compile
 from kevin_tui.evaluator.host.scratch import WorkerFiles, given_dir, hand_out
 from kevin_tui.evaluator.host.speed_of_light import against_the_bound
 from kevin_tui.evaluator.host.timing import (
@@ -233,6 +234,10 @@ class CandidateRun:
             return verdict
         self.enter("check")
         self.check()
+        compiled = None
+        if self.options.compiled:
+            self.enter("torch.compile")
+            compiled = under_compile(self)
         if not self.options.timing:
             verdict = Verdict(Status.CORRECT, "correct on every trial (timing skipped)")
         else:
@@ -240,6 +245,8 @@ class CandidateRun:
             verdict = self.time()
         if verdict.status is Status.CORRECT:
             self.precision_evidence(verdict)
+            if compiled is not None:
+                compiled.add_to(verdict)
         if verdict.status is Status.CORRECT:
             if self.options.profile:
                 self.profile(verdict)

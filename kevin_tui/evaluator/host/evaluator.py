@@ -29,7 +29,7 @@ from kevin_tui.evaluator.host.scratch import WorkerFiles, given_dir, make_scratc
 from kevin_tui.evaluator.host.speed_of_light import Bound, Peaks, cached_cpu_peaks, cpu_key, gpu_peaks, store_cpu_peaks
 from kevin_tui.evaluator.host.static_checks import run_static_checks, uses_triton
 from kevin_tui.evaluator.host.workers import Arrived, WorkerGone, WorkerProcess, WorkerTimeout, kill_workers_under
-from kevin_tui.evaluator.protocol import ProtocolViolation
+from kevin_tui.evaluator.protocol import COMPILE_SEED, ProtocolViolation
 from kevin_tui.evaluator.verdict import EnvironmentProblem, Status, Verdict, Warning_
 from kevin_tui.problem import Problem, ProblemError, top_level_names
 
@@ -59,6 +59,7 @@ class EvalOptions:
     timing: bool = True
     timing_trials: int | None = None
     compile_baseline: bool | None = None  # None: on for CUDA, off on CPU
+    compiled: bool = False  # also judge the candidate's ModelNew under torch.compile (host/compiled.py)
     atol: float | None = None
     rtol: float | None = None
     near_duplicates: bool = True
@@ -218,6 +219,7 @@ class Evaluator:
         worker.send({
             "problem_path": str(self.problem.path.resolve()), "device": self.options.device, "cmd": "init",
             "init_seed": self.init_seed, "outbox": str(outbox), "threads": worker_threads(),
+            "warm_compile": self.options.compiled,
         })  # fmt: skip
         try:
             event = worker.event(self.options.reference_timeout_s)
@@ -238,7 +240,10 @@ class Evaluator:
         """torch.compile's caches (inductor, Triton), shared by every reference worker on this machine so
         that the compile baseline is compiled once per problem, not once per evaluator. Only reference
         workers, which run no candidate code, may write there; candidate workers do not see it (theirs
-        stays private in their sandbox's /tmp), so no candidate can plant code the baseline then runs."""
+        stays private in their sandbox's /tmp), so no candidate can plant code the baseline then runs.
+        Under --compiled they see it read-only and copy it into their own /tmp (a cache shared between
+        candidates would make one's compiled run depend on what another left there: a fake implementation
+        that lies passed on the honest one's cached graph)."""
         path = self.options.cache_dir / "compiled"
         (path / "triton").mkdir(parents=True, exist_ok=True)
         return path
@@ -320,6 +325,9 @@ class Evaluator:
         shutil.copyfile(self.problem.path, given / self.problem.path.name)
         binds = [Bind(str(given)), *extra_binds]
         env = {**self.env, **(extra_env or {})}
+        if self.options.compiled:  # read-only: the worker starts its own cache, in its private /tmp, from a copy
+            binds.append(Bind(str(self.compile_cache())))
+            env[COMPILE_SEED] = str(self.compile_cache())
         return WorkerProcess("candidate", scratch, env, self.sandbox, binds, self.limits, prefix), scratch
 
     def _take_candidate_worker(self) -> tuple[WorkerProcess, Path]:

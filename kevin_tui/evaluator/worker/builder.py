@@ -4,13 +4,16 @@ It runs no candidate Python, only compilers on the candidate's sources with flag
 already checked and normalised; loading the library (and running its static initialisers) happens in
 the candidate worker. It tries the light CUDA headers first (a failing light build falls back to the
 standard headers, remembered per directory), and uses a precompiled torch/extension.h for g++, which
-it sees read-only. The same role, asked for `pch`, is the trusted step that makes such a header: it
-compiles only torch's header, into a fresh directory the host then checks and stores.
+it sees read-only. When the host has put a checked `main.o` of the same binding unit into its directory
+(host/bindings.py), it links that one instead of compiling main.cpp. The same role, asked for `pch`, is
+the trusted step that makes such a header: it compiles only torch's header, into a fresh directory the
+host then checks and stores.
 """
 
 from __future__ import annotations
 
 import glob
+import re
 import sys
 import sysconfig
 import time
@@ -85,11 +88,31 @@ def _compile_only() -> None:
     cpp_extension._import_module_from_library = lambda *args, **kwargs: None
 
 
+BINDING_COMPILE = re.compile(r"^build main\.o: compile .*\n", re.M)
+
+
+def _link_given_binding() -> None:
+    """Make torch's ninja run link the main.o the host copied in rather than compile main.cpp: the
+    compile statement is dropped from build.ninja (if torch ever writes it otherwise, ninja compiles it
+    as before, which is slower but the same)."""
+    from torch.utils import cpp_extension
+
+    run_ninja = cpp_extension._run_ninja_build
+
+    def without_binding_compile(build_directory: str, verbose: bool, error_prefix: str) -> None:
+        ninja = Path(build_directory) / "build.ninja"
+        ninja.write_text(BINDING_COMPILE.sub("", ninja.read_text()))
+        run_ninja(build_directory, verbose, error_prefix)
+
+    cpp_extension._run_ninja_build = without_binding_compile
+
+
 class Builder:
     def __init__(self, request: dict[str, Any]) -> None:
         self.spec = request["spec"]
         self.directory = Path(request["directory"])
         self.pch_store, self.pch_key = Path(request["pch_store"]), request["pch_key"]
+        self.binding_given = bool(request.get("binding_object")) and (self.directory / "main.o").is_file()
         self.headers = "standard"
         self.prelude_lines = 0  # a light build's cuda.cu: the prelude's lines before the candidate's sources
 
@@ -115,6 +138,8 @@ class Builder:
             require_cuda_toolchain()
             toolkit_fallbacks(spec)
         _compile_only()
+        if self.binding_given:
+            _link_given_binding()
         implicit = not spec["no_implicit_headers"]
         flags = list(spec["extra_cflags"])
         log_stage(f"build {spec['name']}: {'nvcc and ' if cuda else ''}g++ {' '.join(flags)}".rstrip())
