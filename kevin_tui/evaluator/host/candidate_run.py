@@ -52,6 +52,10 @@ LEFTOVER_CPU_FLOOR_S = 0.02
 # A candidate whose error against a float64 reference uses this many times the share of the tolerance the
 # float32 reference's own error uses (and at least this share) computes in less precision than it should.
 MAX_WORDS = 4000  # of a message the candidate's process wrote, kept in a verdict
+# What a candidate's scratch may hold: this much (three shape variants of up to SHAPE_MAX_BYTES, and room),
+# plus this many times the inputs and outputs of one call (the trials' files stay there). Beyond it, it is killed.
+SCRATCH_FLOOR = 4 << 30
+SCRATCH_CALLS = 64
 PRECISION_RATIO = 10.0
 PRECISION_FLOOR = 0.1
 
@@ -147,7 +151,8 @@ class CandidateRun:
         if kind in names:
             return arrived
         if kind == "final":
-            raise Decided(Verdict(Status(event["status"]), event["message"][:MAX_WORDS], details=event["details"]))
+            details = {k: v[-MAX_WORDS:] for k, v in event["details"].items()}
+            raise Decided(Verdict(Status(event["status"]), event["message"][:MAX_WORDS], details=details))
         if kind == "crash":
             details = {"traceback": event["traceback"][-MAX_WORDS:]}
             raise Decided(Verdict(Status.RUNTIME_ERROR, event["message"][:MAX_WORDS], details=details))
@@ -185,7 +190,8 @@ class CandidateRun:
             verdict = Verdict(
                 Status.RUNTIME_ERROR,
                 f"the candidate process {describe_exit(exc.returncode)} during the {self.phase} phase"
-                + (" (its sandbox went over its memory limit)" if self.worker.group.out_of_memory() else ""),
+                + (" (its sandbox went over its memory limit)" if self.worker.group.out_of_memory() else "")
+                + (f" ({self.worker.over_scratch})" if self.worker.over_scratch else ""),
                 details={"log": self.worker.log_tail(), "returncode": exc.returncode},
             )
             return self.overruled(verdict)
@@ -338,6 +344,8 @@ class CandidateRun:
         except ProtocolViolation as exc:
             raise ReferenceLost(f"the reference worker {exc}") from None
         init = self.files.write("init.kt", init_inputs)
+        per_call = ready["input_bytes"] + ready["output_bytes"]
+        self.worker.watch_scratch(SCRATCH_FLOOR + SCRATCH_CALLS * per_call)
         self.worker.send({
             "cmd": "load", "candidate_path": str(self.files.path("candidate.py")),
             "problem_path": str(given_dir(self.scratch) / self.evaluator.problem.path.name), "device": ready["device"],
