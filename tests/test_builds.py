@@ -59,12 +59,14 @@ def test_same_extension_name_with_other_source_never_collides(relu_cpu):
 
 
 def test_a_library_changed_after_its_build_is_never_loaded_again(relu_cpu):
-    first = relu_cpu.evaluate(candidate("relu_cpp.py"))
+    # an extension of its own: the entry it poisons is shared with no other test (they run side by side)
+    source = candidate("relu_cpp.py").replace('"relu_ext"', '"relu_ext_poisoned"')
+    first = relu_cpu.evaluate(source)
     (directory,) = build_dirs(first)
-    library = directory / "relu_ext.so"
+    library = directory / "relu_ext_poisoned.so"
     original = library.read_bytes()
     library.write_bytes(original[:-16] + b"\0" * 16)  # what a poisoned cache entry looks like
-    again = relu_cpu.evaluate(candidate("relu_cpp.py"))
+    again = relu_cpu.evaluate(source)
     assert again.status is Status.CORRECT, again.message
     (build,) = again.details["builds"]
     assert not build["cached"]  # the altered library was refused and rebuilt, not loaded
