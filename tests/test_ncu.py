@@ -130,7 +130,7 @@ def test_the_ncu_pass_runs_the_worker_under_the_tool_in_the_sandbox(tmp_path, bu
         verdict = evaluator.evaluate(source)
         assert verdict.status is Status.CORRECT, verdict.message
         inputs = (Path(evaluator.last_log).parent / "in-0.kt").read_bytes()
-        found = ncu.ncu_pass(evaluator, str(tool), inputs, source)
+        found = ncu.ncu_pass(evaluator.tool_run, str(tool), inputs, source)
     assert found["kernels"][0]["name"] == "relu_kernel", found
     assert found["kernels"][0]["memory_pct"] == 91.2
     lines = evidence_lines({"ncu": found})
@@ -148,5 +148,5 @@ def test_a_worker_that_dies_under_the_tool_gives_a_reason_not_a_crash(tmp_path, 
     with Evaluator(relu_problem, options) as evaluator:
         assert evaluator.evaluate(source).status is Status.CORRECT
         inputs = (Path(evaluator.last_log).parent / "in-0.kt").read_bytes()
-        found = ncu.ncu_pass(evaluator, str(tool), inputs, source)
+        found = ncu.ncu_pass(evaluator.tool_run, str(tool), inputs, source)
     assert "ERR_NVGPUCTRPERM" in found["skipped"]

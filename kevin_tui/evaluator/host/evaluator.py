@@ -20,18 +20,18 @@ from pathlib import Path
 from typing import Any
 
 from kevin_tui.evaluator.host.builds import BuildBroker
-from kevin_tui.evaluator.host.candidate_run import CandidateRun, Decided, ReferenceLost
+from kevin_tui.evaluator.host.candidate_run import Decided, HostRun, RunContext
 from kevin_tui.evaluator.host.ncu import find_ncu, ncu_pass
+from kevin_tui.evaluator.host.reference import ReferenceLost, ReferenceWorker
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, SandboxUnavailable, choose, worker_env
 from kevin_tui.evaluator.host.sanitizer import apply as apply_sanitizer
 from kevin_tui.evaluator.host.sanitizer import find_sanitizer, sanitize_pass, tools_for
 from kevin_tui.evaluator.host.scratch import WorkerFiles, given_dir, make_scratch
-from kevin_tui.evaluator.host.speed_of_light import Bound, Peaks, cached_cpu_peaks, cpu_key, gpu_peaks, store_cpu_peaks
 from kevin_tui.evaluator.host.static_checks import run_static_checks, uses_triton
-from kevin_tui.evaluator.host.workers import Arrived, WorkerGone, WorkerProcess, WorkerTimeout, kill_workers_under
+from kevin_tui.evaluator.host.workers import WorkerGone, WorkerProcess, WorkerTimeout, kill_workers_under
 from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import EnvironmentProblem, Status, Verdict, Warning_
-from kevin_tui.problem import Problem, ProblemError, top_level_names
+from kevin_tui.problem import Problem, top_level_names
 
 ProgressFn = Callable[[str, str], None]
 # Findings of the run, not of the source, that --strict rejects like a static one: a kernel the host never
@@ -73,11 +73,6 @@ class EvalOptions:
     memory_limit: int | None = None  # bytes per worker; None: half the machine's memory
     peaks: dict[str, dict] | None = None  # device name -> {bandwidth_gbs, fp32_tflops, tensor_tflops}
     cache_dir: Path = field(default_factory=default_cache_dir)
-
-
-def worker_threads() -> int:
-    """CPU threads per worker: half the cores, since the reference and a candidate are alive at once."""
-    return max(1, (os.cpu_count() or 2) // 2)
 
 
 def _syntax_verdict(exc: SyntaxError) -> Verdict:
@@ -123,20 +118,19 @@ class Evaluator:
         except SandboxUnavailable as exc:
             raise EnvironmentProblem(str(exc)) from None
         self.scratch = make_scratch()
-        self.inbox = self.scratch / "inbox"
-        self.inbox.mkdir()
-        self.inbox_files = WorkerFiles(self.inbox)
-        self.outbox_files: WorkerFiles | None = None  # the reference worker's outbox, once it runs
+        inbox = self.scratch / "inbox"
+        inbox.mkdir()
         self.env = worker_env()
         self.limits = Limits(memory=self.options.memory_limit) if self.options.memory_limit else Limits()
-        self.init_seed = self.options.seed if self.options.seed is not None else secrets.randbits(31)
+        init_seed = self.options.seed if self.options.seed is not None else secrets.randbits(31)
         self.broker = BuildBroker(self.options.cache_dir / "builds", self.sandbox, self.env, self.limits, self.scratch)
-        self.reference: WorkerProcess | None = None
+        self.reference = ReferenceWorker(problem, self.options, self.sandbox, self.env, self.limits,
+                                         self.scratch / "reference", inbox, init_seed, self.on_progress)  # fmt: skip
+        self.run_context = RunContext(self.options, self.reference, self.broker, WorkerFiles(inbox),
+                                      problem.path.name, self.on_progress)  # fmt: skip
         self.closed = False
-        self._ready: dict[str, Any] | None = None
         self._spare: tuple[WorkerProcess, Path] | None = None
         self.counter = itertools.count(1)
-        self._bound: Bound | None = None
         self._candidate_log: Path | None = None
 
     def __enter__(self) -> Evaluator:
@@ -155,123 +149,27 @@ class Evaluator:
         """Stop every worker at once, in-flight builds and runs included (a thread still waiting on one
         gets WorkerGone and returns), the reference too: it holds nothing that needs saving."""
         self.closed = True
-        self._spare, self.reference = None, None
+        self._spare = None
+        self.reference.process = None
         kill_workers_under(self.scratch)
         shutil.rmtree(self.scratch, ignore_errors=True)
 
     @property
     def device(self) -> str:
-        return self.reference_ready()["device"]
+        return self.reference.device
 
     @property
     def environment(self) -> dict[str, Any]:
         return {**self.reference_ready()["environment"], "sandbox": self.sandbox.describe()}
 
-    @property
-    def versions(self) -> dict[str, Any]:
-        environment = self.reference_ready()["environment"]
-        return {"torch": environment.get("torch"), "cuda": environment.get("cuda")}
-
-    def bound(self) -> Bound | None:
-        """The least time the problem can take here (None when the device's figures are unknown)."""
-        ready = self.reference_ready()
-        if self._bound is not None:
-            return self._bound
-        if ready["device"].startswith("cuda"):
-            peaks = gpu_peaks(ready["environment"].get("gpu", ""), self.options.peaks)
-        else:
-            cache, key = self.options.cache_dir / "machine.json", cpu_key(ready["threads"])
-            peaks = cached_cpu_peaks(cache, key)
-            if peaks is None:
-                measured = self.ask_reference({"cmd": "measure_peaks"}, "peaks")
-                rate = measured["fp32_tflops"]
-                peaks = Peaks(measured["bandwidth_gbs"], rate, rate, "measured on this CPU (copy and matmul)")
-                store_cpu_peaks(cache, key, peaks)
-        if peaks is not None:
-            self._bound = Bound(ready["flops"], ready["work_bytes"], peaks)
-        return self._bound
-
     def speed_of_light_line(self) -> str | None:
         """The bound as one line for the model's first prompt."""
-        bound = self.bound()
+        bound = self.reference.bound()
         return bound.line() if bound else None
 
-    def compile_baseline(self) -> bool:
-        wanted = self.options.compile_baseline
-        return self.device.startswith("cuda") if wanted is None else wanted
-
-    # -- the reference worker -------------------------------------------------------
-
     def reference_ready(self) -> dict[str, Any]:
-        """Start the reference worker once; raise ProblemError if the problem cannot run."""
-        if self._ready is not None:
-            return self._ready
-        self.on_progress("reference", "running the reference")
-        scratch = self.scratch / "reference"
-        outbox = scratch / "outbox"
-        outbox.mkdir(parents=True, exist_ok=True)
-        compiled = self.compile_cache()
-        binds = [Bind(str(self.problem.path.resolve().parent)), Bind(str(self.inbox)), Bind(str(compiled), True)]
-        env = {**self.env, "TORCHINDUCTOR_CACHE_DIR": str(compiled), "TRITON_CACHE_DIR": str(compiled / "triton")}
-        worker = WorkerProcess("reference", scratch, env, self.sandbox, binds, self.limits)
-        self.outbox_files = WorkerFiles(outbox)
-        worker.send({
-            "problem_path": str(self.problem.path.resolve()), "device": self.options.device, "cmd": "init",
-            "init_seed": self.init_seed, "outbox": str(outbox), "threads": worker_threads(),
-        })  # fmt: skip
-        try:
-            event = worker.event(self.options.reference_timeout_s)
-        except (WorkerTimeout, WorkerGone, ProtocolViolation) as exc:
-            tail = worker.log_tail(1500)
-            worker.kill()
-            raise ProblemError(f"{self.problem.path}: the reference {exc}\n{tail}".rstrip()) from None
-        kind = event["event"]
-        if kind != "ready":
-            worker.kill()
-            if kind == "environment_error":
-                raise EnvironmentProblem(event["message"])
-            raise ProblemError(event["message"])
-        self.reference, self._ready = worker, event
-        return event
-
-    def compile_cache(self) -> Path:
-        """torch.compile's caches (inductor, Triton), shared by every reference worker on this machine so
-        that the compile baseline is compiled once per problem, not once per evaluator. Only reference
-        workers, which run no candidate code, may write there; candidate workers do not see it (theirs
-        stays private in their sandbox's /tmp), so no candidate can plant code the baseline then runs."""
-        path = self.options.cache_dir / "compiled"
-        (path / "triton").mkdir(parents=True, exist_ok=True)
-        return path
-
-    def _drop_reference(self) -> None:
-        if self.reference is not None:
-            self.reference.kill()
-        self.reference, self._ready = None, None
-
-    def await_reference(self, expect: str) -> Arrived:
-        """The reference's next event, which must be `expect`; if it died or hung it is dropped (the next
-        candidate starts a fresh one) and ReferenceLost says what happened."""
-        assert self.reference is not None
-        try:
-            arrived = self.reference.arrival(self.options.reference_timeout_s)
-        except (WorkerGone, WorkerTimeout, ProtocolViolation) as exc:
-            self._drop_reference()
-            raise ReferenceLost(f"the reference worker {exc} while asked for {expect}") from None
-        if arrived.event["event"] != expect:
-            message = arrived.event.get("message", "")
-            self._drop_reference()
-            raise ReferenceLost(f"the reference worker answered {arrived.event['event']} {message}".rstrip())
-        return arrived
-
-    def ask_reference(self, command: dict[str, Any], expect: str) -> dict[str, Any]:
-        self.reference_ready()
-        self.tell_reference(command)
-        return self.await_reference(expect).event
-
-    def tell_reference(self, command: dict[str, Any]) -> float:
-        """Send the running reference a command; when it was sent (perf_counter)."""
-        assert self.reference is not None, "the reference is started before anything is asked of it"
-        return self.reference.send(command)
+        """Start the reference worker once (host/reference.py); raise ProblemError if the problem cannot run."""
+        return self.reference.ready()
 
     # -- candidates ---------------------------------------------------------------------
 
@@ -322,6 +220,20 @@ class Evaluator:
         env = {**self.env, **(extra_env or {})}
         return WorkerProcess("candidate", scratch, env, self.sandbox, binds, self.limits, prefix), scratch
 
+    def tool_run(
+        self,
+        label: str,
+        source: str,
+        prefix: Callable[[Path], Sequence[str]],
+        binds: Sequence[Bind],
+        env: Mapping[str, str] | None = None,
+    ) -> HostRun:
+        """A run of `source` in a fresh candidate worker under a tool (Nsight Compute, compute-sanitizer):
+        `prefix` is the tool's command line for the run's scratch (where the tool writes its log)."""
+        scratch = self.scratch / f"{label}-{next(self.counter)}"
+        worker, _ = self.spawn_candidate_worker(scratch, prefix(scratch), binds, env)
+        return HostRun(self.run_context, worker, scratch, source, evaluation=next(self.counter))
+
     def _take_candidate_worker(self) -> tuple[WorkerProcess, Path]:
         """The spare worker (torch already imported) if it is alive, else a new one."""
         spare, self._spare = self._spare, None
@@ -335,7 +247,7 @@ class Evaluator:
         worker, scratch = self._take_candidate_worker()
         self._candidate_log = worker.log_path
         self.broker.last_log = None
-        run = CandidateRun(self, worker, scratch, source, evaluation=next(self.counter))
+        run = HostRun(self.run_context, worker, scratch, source, evaluation=next(self.counter))
         run.files.write("candidate.py", source.encode())
         try:
             verdict = run.drive()
@@ -365,7 +277,7 @@ class Evaluator:
         except ProtocolViolation as exc:
             verdict.evidence["ncu"] = {"skipped": f"the first trial's inputs are gone: {exc}"}
             return
-        verdict.evidence["ncu"] = ncu_pass(self, tool, inputs, source)
+        verdict.evidence["ncu"] = ncu_pass(self.tool_run, tool, inputs, source)
         verdict.phases_s["ncu"] = round(time.perf_counter() - started, 3)
 
     def sanitize(self, source: str, tools: Sequence[str]) -> dict[str, Any]:
@@ -378,11 +290,11 @@ class Evaluator:
                     "it on PATH; --sanitize off to skip)"}  # fmt: skip
         self.on_progress("sanitize", f"compute-sanitizer {', '.join(tools)}")
         started = time.perf_counter()
-        paths = self.ask_reference(
+        paths = self.reference.ask(
             {"cmd": "trials", "eval": next(self.counter), "seed": secrets.randbits(62), "fresh": 1, "duplicates": 0},
             "trials_ready",
         )["paths"]
-        result = sanitize_pass(self, tool, tuple(tools), Path(paths[0]), source)
+        result = sanitize_pass(self.tool_run, tool, tuple(tools), Path(paths[0]), source)
         result["seconds"] = round(time.perf_counter() - started, 3)
         return result
 
@@ -396,7 +308,7 @@ class Evaluator:
 
     def _build_only(self, source: str) -> None:
         worker, scratch = self.spawn_candidate_worker()
-        run = CandidateRun(self, worker, scratch, source)
+        run = HostRun(self.run_context, worker, scratch, source)
         run.files.write("candidate.py", source.encode())
         try:
             run.load()
