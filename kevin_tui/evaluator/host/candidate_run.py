@@ -299,8 +299,7 @@ class HostRun:
             return
         message = f"correct at the problem's sizes but not at {'; '.join(failing)}"
         if self.options.shapes == "strict":
-            verdict.status, verdict.message = Status.INCORRECT, f"{message} (--shapes strict)"
-            verdict.speedup = verdict.speedup_compile = verdict.speedup_interval = None
+            verdict.overrule(Status.INCORRECT, f"{message} (--shapes strict)")
         else:
             verdict.warnings.append(Warning_("shape_specialised", message))
 

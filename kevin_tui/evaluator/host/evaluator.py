@@ -191,10 +191,9 @@ class Evaluator:
         found = warnings + [w for w in verdict.warnings if w.code in STRICT_RUNTIME and w not in warnings]
         if self.options.strict and found and verdict.status in (Status.CORRECT, Status.COMPILED):
             codes = ", ".join(dict.fromkeys(w.code for w in found))
-            verdict.details["unstrict_status"] = verdict.status.value
-            verdict.status = Status.REJECTED
-            verdict.message = f"rejected under --strict: {codes} ({found[0].message})"
-            verdict.speedup = verdict.speedup_compile = verdict.speedup_interval = None
+            verdict.overrule(
+                Status.REJECTED, f"rejected under --strict: {codes} ({found[0].message})", "unstrict_status"
+            )
         return self._stamp(verdict, started)
 
     def _stamp(self, verdict: Verdict, started: float) -> Verdict:

@@ -183,9 +183,7 @@ def apply(verdict: Verdict, result: dict[str, Any]) -> None:
     """Record the pass as evidence; a finding makes a correct verdict incorrect, with the first one."""
     verdict.evidence["sanitizer"] = result
     if verdict.status is Status.CORRECT and (finding := first_finding(result)):
-        verdict.details["unsanitized_status"] = verdict.status.value
-        verdict.status, verdict.message = Status.INCORRECT, finding.describe()
-        verdict.speedup = verdict.speedup_compile = verdict.speedup_interval = None
+        verdict.overrule(Status.INCORRECT, finding.describe(), "unsanitized_status")
 
 
 def summary(result: dict[str, Any]) -> str:
