@@ -37,3 +37,27 @@ def test_the_host_side_is_handed_narrow_objects_and_names_its_classes_apart_from
         return {name for path in folder.glob("*.py") for name in re.findall(r"^class (\w+)", path.read_text(), re.M)}
 
     assert classes(host) & classes(worker) == set()  # the trust boundary is visible in the names
+
+
+LAYOUT_LITERAL = (
+    r"[\"'][^\"' ]*(torch_extension_pch|\.gch|\.lock|\.used|\.wanted)[^\"' ]*[\"']|/ [\"'](pch|staging)[\"']"
+)
+
+
+def test_the_header_cache_layout_is_known_in_one_module(tmp_path):
+    from kevin_tui.evaluator import header_cache
+    from kevin_tui.evaluator.host.cache import Manifests, install_pch, usable_pch
+    from kevin_tui.evaluator.worker.pch import pch_flags
+
+    made = header_cache.staging(tmp_path) / "made-by-the-trusted-step"
+    made.mkdir(parents=True)
+    (made / header_cache.HEADER).write_text(header_cache.HEADER_TEXT)
+    (made / header_cache.COMPILED).write_bytes(b"g++'s header")
+    assert header_cache.one_being_made(tmp_path) and not header_cache.any_made(tmp_path)
+    store, key, manifests = header_cache.store(tmp_path), "0123456789abcdef0123", Manifests(tmp_path / "manifests")
+    store.mkdir()
+    assert install_pch(made, store, key, manifests)  # the host installs it where the builder and the app look
+    assert header_cache.any_made(tmp_path) and usable_pch(store, key, manifests)
+    assert pch_flags(store, key) == ["-include", str(store / key / header_cache.HEADER)]
+    others = [p for p in sorted(PACKAGE.rglob("*.py")) if p.name != "header_cache.py"]
+    assert lines_matching(LAYOUT_LITERAL, others) == []
