@@ -61,3 +61,14 @@ def test_the_header_cache_layout_is_known_in_one_module(tmp_path):
     assert pch_flags(store, key) == ["-include", str(store / key / header_cache.HEADER)]
     others = [p for p in sorted(PACKAGE.rglob("*.py")) if p.name != "header_cache.py"]
     assert lines_matching(LAYOUT_LITERAL, others) == []
+
+
+def test_the_profile_note_is_worded_in_the_protocol_and_the_tui_only_sends_it():
+    from kevin_tui.protocol.notes import profile_note
+
+    evidence = {"profile": {"kernels": [["relu_kernel", 1, 0.0125]], "ops": []}, "coverage": 0.93}
+    note = profile_note(evidence)
+    assert note == "Profile of one forward call: relu_kernel 0.013 ms x1. 93% of the time is in your own kernels."
+    tui = sorted((PACKAGE / "tui").glob("*.py"))
+    assert lines_matching(r"Profile of one forward|profile_digest", tui) == []
+    assert lines_matching(r"from kevin_tui\.protocol\.notes import profile_note", tui)
