@@ -72,3 +72,69 @@ def test_the_profile_note_is_worded_in_the_protocol_and_the_tui_only_sends_it():
     tui = sorted((PACKAGE / "tui").glob("*.py"))
     assert lines_matching(r"Profile of one forward|profile_digest", tui) == []
     assert lines_matching(r"from kevin_tui\.protocol\.notes import profile_note", tui)
+
+
+def edited_prompts(tmp_path: Path) -> Path:
+    """An override directory of the default set, with feedback.md about to be edited."""
+    from kevin_tui.protocol.templates import export_templates
+
+    directory = tmp_path / "prompts"
+    export_templates(directory)
+    return directory
+
+
+def edit(directory: Path, name: str) -> None:
+    path = directory / name
+    path.write_text(path.read_text() + "\nOne more sentence.\n")
+
+
+def test_a_changed_prompt_set_is_named_by_the_files_that_changed(tmp_path):
+    from kevin_tui.protocol.templates import load_templates, prompts_change
+
+    directory = edited_prompts(tmp_path)
+    before = load_templates(directory)
+    assert prompts_change(before.version, before.fingerprints, load_templates(directory)) is None
+    edit(directory, "feedback.md")
+    edit(directory, "note.md")
+    change = prompts_change(before.version, before.fingerprints, load_templates(directory))
+    assert change is not None and change.endswith(": feedback.md, note.md changed") and before.version in change
+    # a session from before the files' hashes were recorded: the change is still said, without the names
+    assert "was not recorded" in str(prompts_change(before.version, {}, load_templates(directory)))
+
+
+def test_batch_resume_refuses_a_run_whose_prompt_set_changed_and_names_what(tmp_path):
+    import pytest
+
+    from kevin_tui.batch.manifest import Manifest, RunDirectoryError
+    from kevin_tui.batch.runner import protocol_of, resumed_config
+    from kevin_tui.config import BatchConfig, ProblemConfig
+
+    directory = edited_prompts(tmp_path)
+    config = BatchConfig(problem=ProblemConfig(prompts=directory), out=tmp_path / "run")
+    manifest = Manifest.create(
+        config.out, protocol_of(config), [Path(__file__).parent / "problems" / "small_matmul.py"]
+    )
+    assert resumed_config(config, Manifest.load(config.out)).problem.prompts == directory
+    edit(directory, "refine.md")
+    with pytest.raises(RunDirectoryError, match=r"refine\.md changed; restore them"):
+        resumed_config(config, Manifest.load(manifest.directory))
+
+
+def test_optimize_resume_names_the_prompt_files_changed_since_the_session(tmp_path, capsys):
+    from kevin_tui.arguments import build_parser
+    from kevin_tui.cli import resumed_launch
+    from kevin_tui.config import ProblemConfig, RunConfig
+    from kevin_tui.protocol.templates import load_templates
+    from kevin_tui.session import Header, SessionWriter
+
+    directory = edited_prompts(tmp_path)
+    templates = load_templates(directory)
+    header = Header(id="s", created="now", problem={"path": "p.py", "sha256": "x", "source": ""}, model="m",
+                    backend="scripted", prompts_version=templates.version, prompts_files=templates.fingerprints)  # fmt: skip
+    SessionWriter(tmp_path / "s.jsonl", header).close()
+    edit(directory, "base.md")
+    args = build_parser().parse_args(["optimize", "--resume", str(tmp_path / "s.jsonl")])
+    problem = ProblemConfig(resume=str(tmp_path / "s.jsonl"), sessions_dir=tmp_path, prompts=directory)
+    resumed_launch(RunConfig(problem=problem), args)
+    said = capsys.readouterr().err
+    assert "resuming with other prompts" in said and "base.md changed" in said, said
