@@ -268,7 +268,7 @@ def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_cache(args: argparse.Namespace, settings: Settings) -> int:
     from kevin_tui.evaluator.host import cache
-    from kevin_tui.evaluator.host.evaluator import default_cache_dir
+    from kevin_tui.evaluator.host.options import default_cache_dir
 
     root = args.cache_dir or default_cache_dir()
     if args.clean:

@@ -16,10 +16,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from kevin_tui.evaluator.compiler_output import demangle
 from kevin_tui.evaluator.host.builds import BuildBroker, BuildRecord
+from kevin_tui.evaluator.host.options import EvalOptions
 from kevin_tui.evaluator.host.reference import ReferenceLost, ReferenceWorker
 from kevin_tui.evaluator.host.sandbox import Bind
 from kevin_tui.evaluator.host.scratch import WorkerFiles, given_dir, hand_out
@@ -42,9 +43,6 @@ from kevin_tui.evaluator.host.workers import Arrived, WorkerGone, WorkerProcess,
 from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import Check, Status, Timing, Verdict, Warning_
 from kevin_tui.ranking import speed_class
-
-if TYPE_CHECKING:
-    from kevin_tui.evaluator.host.evaluator import EvalOptions
 
 NEAR_DUPLICATES = 2
 SHAPE_MAX_BYTES = 512 << 20

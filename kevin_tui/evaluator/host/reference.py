@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from kevin_tui.evaluator.host.options import EvalOptions
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, Sandbox
 from kevin_tui.evaluator.host.scratch import WorkerFiles
 from kevin_tui.evaluator.host.speed_of_light import Bound, Peaks, cached_cpu_peaks, cpu_key, gpu_peaks, store_cpu_peaks
@@ -19,9 +20,6 @@ from kevin_tui.evaluator.host.workers import Arrived, WorkerGone, WorkerProcess,
 from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import EnvironmentProblem
 from kevin_tui.problem import Problem, ProblemError
-
-if TYPE_CHECKING:
-    from kevin_tui.evaluator.host.evaluator import EvalOptions
 
 
 class ReferenceLost(Exception):
