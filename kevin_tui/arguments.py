@@ -165,6 +165,12 @@ def add_eval_options(parser: argparse.ArgumentParser, device_aliases: tuple[str,
     parser.add_argument("--rtol", type=float, default=None, help="relative tolerance (default per dtype)")
     parser.add_argument("--strict", action="store_true", help="static-check findings make the verdict 'rejected'")
     parser.add_argument("--no-timing", action="store_true", help="check correctness only")
+    parser.add_argument(
+        "--compiled",
+        action="store_true",
+        help="also run a correct candidate's ModelNew under torch.compile and judge that output too: a kernel "
+        "that works only eagerly fails, and its graph breaks are reported",
+    )
     baseline = parser.add_mutually_exclusive_group()
     baseline.add_argument(
         "--compile-baseline",
@@ -391,6 +397,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_prof.add_argument(
         "--extract", action="append", metavar="ROW", help="write this row's problem: rank or class name"
     )
+    p_prof.add_argument("--backward", action="store_true",
+                        help="also time each module's backward alone; --extract then writes its backward problem "
+                        "too (the vector-Jacobian product, as optimize FILE.py:Class --backward does)")  # fmt: skip
     p_prof.add_argument("--problems-dir", type=Path, default=Path("problems"), help="where problems are written")
     p_prof.add_argument("--print", action="store_true", help="print the tables instead of opening the app")
     p_prof.add_argument("--json", action="store_true", help="print the profile as one JSON object")
@@ -517,6 +526,7 @@ def eval_options(args: argparse.Namespace, settings: Settings) -> EvalOptions:
         strict=args.strict,
         seed=args.seed,
         timing=not args.no_timing,
+        compiled=args.compiled,
         timing_trials=args.timing_trials,
         compile_baseline=args.compile_baseline,
         atol=args.atol,

@@ -181,7 +181,7 @@ def cmd_profile(args: argparse.Namespace, settings: Settings) -> int:
         print("\n".join(app.said) or "kevin-tui profile: nothing extracted")
         return 0
     print(f"kevin-tui: profiling {spec.describe()}…", file=sys.stderr)
-    report = profile(spec, args.device, args.calls, args.problems_dir)
+    report = profile(spec, args.device, args.calls, args.problems_dir, args.backward)
     if args.json:
         print(json.dumps(asdict(report), default=str))
     else:

@@ -8,6 +8,7 @@ import copy
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -308,3 +309,32 @@ def test_a_block_run_under_autocast_becomes_a_problem_that_runs_under_it(project
     problem = imported(project / "mixed" / "blocks_GeluGate.py")
     model = problem.Model(*problem.get_init_inputs())
     assert model(*problem.get_inputs()).dtype == torch.bfloat16
+
+
+def test_torch_export_traces_an_installed_kernel_as_its_operator(project):
+    """torch.export of a block with the C++ kernel installed: the exported program calls the kernel's custom
+    operator (an extension call alone cannot be exported) and its output is the block's."""
+    helper = applied_helper(project, EXAMPLES / "kernels" / "gelu_gate_cpp.py")
+    from tinylm.blocks import GeluGate
+
+    torch.manual_seed(0)
+    block = GeluGate(64, 128).eval()
+    installed = helper.install(copy.deepcopy(block))
+    x = torch.randn(2, 8, 64)
+    exported = torch.export.export(installed, (x,))
+    called = {str(node.target) for node in exported.graph.nodes if node.op == "call_function"}
+    assert any(target.startswith("kevin_tui.GeluGate_") for target in called), called
+    other = torch.randn(2, 8, 64)
+    assert torch.allclose(exported.module()(other), block(other), rtol=1e-4, atol=1e-5)
+
+
+def test_profile_backward_times_each_block_backward_and_extracts_its_backward_problem_too(project):
+    init = ",".join(f"{k}={v}" for k, v in {**SMALL, "layers": 1}.items())
+    made = kevin(project, "profile", "tinylm/model.py:TinyLM", "--init", init, "--input", "tokens=int64[2,8]~randint(0,50)",
+                 "--calls", "1", "--backward", "--extract", "GeluGate", "--problems-dir", "extracted", "--print")  # fmt: skip
+    assert made.returncode == 0, made.stderr + made.stdout
+    assert re.search(r"\d+ GeluGate: backward \d+\.\d+ ms alone \(forward \d+\.\d+ ms in the model\)", made.stdout)
+    assert "GeluGate backward: wrote extracted/blocks_GeluGate_backward.py; next: kevin-tui optimize" in made.stdout
+    origin = problem_origin((project / "extracted" / "blocks_GeluGate_backward.py").read_text())
+    assert origin["backward"] is True and origin["model"]["target"] == "tinylm/model.py:TinyLM"
+    assert (project / "extracted" / "blocks_GeluGate.py").exists()

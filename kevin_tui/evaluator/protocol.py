@@ -15,6 +15,8 @@ import math
 from typing import Any
 
 MAX_EVENT_BYTES = 1 << 20
+# Under --compiled: the read-only compile cache a candidate worker copies its own from (Evaluator.compile_cache)
+COMPILE_SEED = "KEVIN_TUI_COMPILE_SEED"
 MAX_LIST_ITEMS = 100_000
 
 # Statuses a candidate worker may report about itself. "compiled" and "correct" are never among them.
@@ -105,6 +107,12 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
             "ops": lambda v: _profile_rows(v, 3),
             "kernels": lambda v: _profile_rows(v, 3),
             "total_ms": _number,
+        },
+        "compiled_done": {
+            "index": _integer,
+            "path": _string,
+            "graph_breaks": _optional(lambda v: _integer(v) and v >= 0),
+            "break_reasons": lambda v: _string_list(v) and len(v) <= 5,
         },
         "ncu_done": {},
         "sanitized": {},

@@ -31,6 +31,10 @@ def evidence_lines(evidence: dict) -> list[str]:
     if shapes := evidence.get("shapes"):
         tried = ", ".join(f"{label} {'ok' if result == 'correct' else 'FAILED'}" for label, result in shapes.items())
         lines.append(f"  other sizes: {tried}")
+    if compiled := evidence.get("compiled"):
+        breaks = "unknown" if compiled["graph_breaks"] is None else compiled["graph_breaks"]
+        lines.append(f"  torch.compile: the same outputs on {compiled['trials']} trial(s); {breaks} graph break(s), "
+                     f"{compiled['graph_breaks_source']}")  # fmt: skip
     if ncu := evidence.get("ncu"):
         lines += [f"  ncu: {line}" for line in ncu_lines(ncu)]
     if sanitized := evidence.get("sanitizer"):

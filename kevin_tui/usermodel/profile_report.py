@@ -42,6 +42,10 @@ class ModuleRow:
     file_name: str | None
     problem: str | None
     why_not: str | None
+    backward_ms: float | None = None  # with --backward: its backward alone, and its backward problem
+    backward_file_name: str | None = None
+    backward_problem: str | None = None
+    backward_why_not: str | None = None
 
     @property
     def where(self) -> str:
@@ -107,9 +111,12 @@ class ProfileReport:
         return chosen
 
 
-def profile(spec: ModelSpec, device: str, calls: int, directory: Path = DEFAULT_PROBLEMS_DIR) -> ProfileReport:
+def profile(
+    spec: ModelSpec, device: str, calls: int, directory: Path = DEFAULT_PROBLEMS_DIR, backward: bool = False
+) -> ProfileReport:
+    """`backward`: also each module's backward, timed alone, and its backward problem."""
     request = {**spec.request(), "device": device, "calls": calls, "root": str(Path.cwd()),
-               "problems_dir": str(directory.resolve())}  # fmt: skip
+               "problems_dir": str(directory.resolve()), "backward": backward}  # fmt: skip
     return ProfileReport.from_answer(spec, run_worker("profile", request))
 
 
@@ -122,6 +129,11 @@ def extract(rows: list[ModuleRow], directory: Path = DEFAULT_PROBLEMS_DIR) -> li
             continue
         path, done = write_problem(directory, row.file_name, row.problem)
         lines.append(f"{row.rank} {row.name}: {done} {path}; next: kevin-tui optimize {path}")
+        if row.backward_problem is not None and row.backward_file_name is not None:
+            path, done = write_problem(directory, row.backward_file_name, row.backward_problem)
+            lines.append(f"{row.rank} {row.name} backward: {done} {path}; next: kevin-tui optimize {path}")
+        elif row.backward_why_not is not None:
+            lines.append(f"{row.rank} {row.name} backward: no problem: {row.backward_why_not}")
     return lines
 
 
@@ -156,6 +168,18 @@ def _table(columns: tuple[str, ...], rows: list[list[str]]) -> list[str]:
     return [head, "-" * len(head), *(line(r) for r in rows)]
 
 
+def backward_lines(rows: list[ModuleRow]) -> list[str]:
+    """With --backward: each module's backward, timed alone, beside its time in the forward."""
+    measured = [r for r in rows if r.backward_ms is not None]
+    if not measured:
+        return []
+    lines = [f"{r.rank} {r.name}: backward {_ms(r.backward_ms or 0.0)} ms alone (forward {_ms(r.total_ms)} ms in "
+             "the model)" + (f"; no backward problem: {r.backward_why_not}" if r.backward_why_not else "")
+             for r in measured]  # fmt: skip
+    return ["Backward of your modules, each alone (--backward; `--extract` writes its backward problem too):",
+            *lines, ""]  # fmt: skip
+
+
 def render(report: ProfileReport) -> str:
     """The tables as text: modules, then operators."""
     return "\n".join([
@@ -164,6 +188,7 @@ def render(report: ProfileReport) -> str:
         "Your modules, by self time (time in torch's own layers inside them counts as theirs):",
         *_table(MODULE_COLUMNS, [module_cells(r) for r in report.modules]),
         "",
+        *backward_lines(report.modules),
         "Operators, by self time:",
         *_table(OPERATOR_COLUMNS, [operator_cells(o) for o in report.operators]),
         "",

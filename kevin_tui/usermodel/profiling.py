@@ -45,6 +45,27 @@ def time_calls(model: nn.Module, args: list[Any], device: str, seconds: float = 
     return times
 
 
+def time_backward(module: nn.Module, args: list[Any], device: str, calls: int = 5) -> float:
+    """Milliseconds of one backward of `module` alone on `args` (the median of `calls`, after one warm-up):
+    the gradients of its floating inputs and parameters for a random grad_output, what a kernel for its
+    backward problem replaces. Run as the module ran in your model (the caller sets its autocast)."""
+    inputs = [a.detach().requires_grad_() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+              for a in args]  # fmt: skip
+    wrt = [a for a in inputs if isinstance(a, torch.Tensor) and a.requires_grad]
+    wrt += [p for p in module.parameters() if p.requires_grad]
+    times = []
+    with torch.enable_grad():
+        grad = torch.randn_like(module(*inputs))
+        for _ in range(calls + 1):
+            output = module(*inputs)
+            synchronize(device)
+            start = time.perf_counter()
+            torch.autograd.grad(output, wrt, grad)
+            synchronize(device)
+            times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times[1:])
+
+
 @dataclass
 class Trace:
     events: Any  # torch.profiler's EventList

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from kevin_tui.evaluator.worker.common import graph_breaks
 from kevin_tui.usermodel.loader import UserModelError, where
 
 Compare = Callable[[Any, Any, str], tuple[str | None, float]]
@@ -145,7 +146,7 @@ def compiled(
     except Exception as exc:
         return {"error": where(exc)}, f"torch.compile of the model with the kernel fails: {where(exc)}"
     figures: dict[str, Any] = {
-        "graph_breaks": explanation.graph_break_count,
+        "graph_breaks": graph_breaks(explanation),
         "graphs": explanation.graph_count,
         "break_reasons": [str(r.reason) for r in explanation.break_reasons][:3],
     }

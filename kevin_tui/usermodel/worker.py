@@ -9,6 +9,7 @@ prints go to stderr, never into the answer.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -25,7 +26,7 @@ from kevin_tui.evaluator.worker import common
 from kevin_tui.usermodel import profiling
 from kevin_tui.usermodel.capture import InitRecorder, InputRecorder, NotWritable, is_users
 from kevin_tui.usermodel.check import check
-from kevin_tui.usermodel.extract import grad_output_spec, input_specs, problem_spec, write_and_check
+from kevin_tui.usermodel.extract import grad_output_spec, input_specs, problem_spec, running_as, write_and_check
 from kevin_tui.usermodel.loader import (
     UserModelError,
     build,
@@ -34,7 +35,9 @@ from kevin_tui.usermodel.loader import (
     resolve,
     run_forward,
     search_roots,
+    where,
 )
+from kevin_tui.usermodel.problem_text import ProblemSpec
 from kevin_tui.usermodel.specs import InputSpec, SpecError, parse_init, parse_inputs, parse_target
 
 SEED = 0
@@ -155,6 +158,7 @@ def _module_rows(
         spec, values = made[key]
         measured = [t for m in modules for t in times.get(paths[id(m)], [])]
         row: dict[str, Any] = {
+            "backward_ms": None, "backward_file_name": None, "backward_problem": None, "backward_why_not": None,
             "class": type(modules[0]).__qualname__,
             "paths": [paths[id(m)] for m in modules],
             "calls": len(measured) / calls,
@@ -174,9 +178,32 @@ def _module_rows(
                 row["file_name"], row["problem"] = write_and_check(*made_for)
             except UserModelError as exc:
                 row["why_not"] = str(exc)
+            if request.get("backward") and row["problem"] is not None:
+                row.update(_backward(spec, modules[0], values, loaded, root, Path(request["problems_dir"])))
         rows.append(row)
     rows.sort(key=lambda r: -r["self_ms"])
     return rows
+
+
+def _backward(
+    spec: ProblemSpec, module: nn.Module, values: list[Any], loaded: Loaded, root: Path, problems_dir: Path
+) -> dict[str, Any]:
+    """With --backward: the module's backward timed alone, and its backward problem (the vector-Jacobian
+    product, as `optimize FILE.py:Class --backward` writes it), proven like the forward's."""
+    found: dict[str, Any] = {}
+    try:
+        with running_as(spec, values):
+            found["backward_ms"] = profiling.time_backward(module, values, loaded.device)
+            output = run_forward(module, values)
+        backward = dataclasses.replace(spec, grad_output=grad_output_spec(output))
+        found["backward_file_name"], found["backward_problem"] = write_and_check(
+            backward, module, values, loaded.roots, root, problems_dir
+        )
+    except UserModelError as exc:
+        found["backward_why_not"] = str(exc)
+    except RuntimeError as exc:  # no gradient flows through it (nothing of it requires one)
+        found["backward_why_not"] = f"its backward does not run: {where(exc)}"
+    return found
 
 
 def command_check(request: dict[str, Any]) -> dict[str, Any]:

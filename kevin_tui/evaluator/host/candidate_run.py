@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from kevin_tui.evaluator.compiler_output import demangle
 from kevin_tui.evaluator.host.builds import BuildBroker, BuildRecord
+from kevin_tui.evaluator.host.compiled import under_compile
 from kevin_tui.evaluator.host.options import EvalOptions
 from kevin_tui.evaluator.host.reference import ReferenceLost, ReferenceWorker
 from kevin_tui.evaluator.host.sandbox import Bind
@@ -250,6 +251,10 @@ class HostRun:
             return verdict
         self.enter("check")
         self.check()
+        compiled = None
+        if self.options.compiled:
+            self.enter("torch.compile")
+            compiled = under_compile(self)
         if not self.options.timing:
             verdict = Verdict(Status.CORRECT, "correct on every trial (timing skipped)")
         else:
@@ -257,6 +262,8 @@ class HostRun:
             verdict = self.time()
         if verdict.status is Status.CORRECT:
             self.precision_evidence(verdict)
+            if compiled is not None:
+                compiled.add_to(verdict)
         if verdict.status is Status.CORRECT:
             if self.options.profile:
                 self.profile(verdict)

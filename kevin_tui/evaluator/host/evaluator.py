@@ -29,7 +29,7 @@ from kevin_tui.evaluator.host.sanitizer import find_sanitizer, sanitize_pass, to
 from kevin_tui.evaluator.host.scratch import WorkerFiles, given_dir, make_scratch
 from kevin_tui.evaluator.host.static_checks import run_static_checks, uses_triton
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerProcess, WorkerTimeout, kill_workers_under
-from kevin_tui.evaluator.protocol import ProtocolViolation
+from kevin_tui.evaluator.protocol import COMPILE_SEED, ProtocolViolation
 from kevin_tui.evaluator.verdict import EnvironmentProblem, Status, Verdict, Warning_
 from kevin_tui.problem import Problem, top_level_names
 
@@ -182,6 +182,9 @@ class Evaluator:
         shutil.copyfile(self.problem.path, given / self.problem.path.name)
         binds = [Bind(str(given)), *extra_binds]
         env = {**self.env, **(extra_env or {})}
+        if self.options.compiled:  # read-only: the worker starts its own cache, in its private /tmp, from a copy
+            binds.append(Bind(str(self.reference.compile_cache())))
+            env[COMPILE_SEED] = str(self.reference.compile_cache())
         return WorkerProcess("candidate", scratch, env, self.sandbox, binds, self.limits, prefix), scratch
 
     def tool_run(

@@ -26,6 +26,7 @@ class EvalOptions:
     timing: bool = True
     timing_trials: int | None = None
     compile_baseline: bool | None = None  # None: on for CUDA, off on CPU
+    compiled: bool = False  # also judge the candidate's ModelNew under torch.compile (host/compiled.py)
     atol: float | None = None
     rtol: float | None = None
     near_duplicates: bool = True

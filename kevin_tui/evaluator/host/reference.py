@@ -68,6 +68,7 @@ class ReferenceWorker:
         worker.send({
             "problem_path": str(self.problem.path.resolve()), "device": self.options.device, "cmd": "init",
             "init_seed": self.init_seed, "outbox": str(outbox), "threads": worker_threads(),
+            "warm_compile": self.options.compiled,
         })  # fmt: skip
         try:
             event = worker.event(self.options.reference_timeout_s)
@@ -88,7 +89,10 @@ class ReferenceWorker:
         """torch.compile's caches (inductor, Triton), shared by every reference worker on this machine so
         that the compile baseline is compiled once per problem, not once per evaluator. Only reference
         workers, which run no candidate code, may write there; candidate workers do not see it (theirs
-        stays private in their sandbox's /tmp), so no candidate can plant code the baseline then runs."""
+        stays private in their sandbox's /tmp), so no candidate can plant code the baseline then runs.
+        Under --compiled they see it read-only and copy it into their own /tmp (a cache shared between
+        candidates would make one's compiled run depend on what another left there: a fake implementation
+        that lies passed on the honest one's cached graph)."""
         path = self.options.cache_dir / "compiled"
         (path / "triton").mkdir(parents=True, exist_ok=True)
         return path

@@ -6,12 +6,15 @@ is believed, since reporting one can only hurt the candidate.
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch._dynamo
 
+from kevin_tui.evaluator.protocol import COMPILE_SEED
 from kevin_tui.evaluator.worker import common, tensorfile
 from kevin_tui.evaluator.worker.build_client import PROFILING, BuildClient
 from kevin_tui.evaluator.worker.capture import aliases, leaves, model_tensors, no_modes, snapshot
@@ -42,6 +45,17 @@ def scribble(value: Any) -> None:
     del garbage
 
 
+def seed_cache() -> None:
+    """This worker's own torch.compile cache (in its private /tmp) starts as a copy of the reference
+    workers' shared one, which it sees read-only (host: Evaluator.compile_cache)."""
+    seed = os.environ.get(COMPILE_SEED)
+    if not seed or not Path(seed).is_dir():
+        return
+    for source, target in ((seed, "TORCHINDUCTOR_CACHE_DIR"), (f"{seed}/triton", "TRITON_CACHE_DIR")):
+        if (own := os.environ.get(target)) and Path(source).is_dir():
+            shutil.copytree(source, own, symlinks=True, dirs_exist_ok=True)
+
+
 class CandidateRun:
     def __init__(self, request: dict[str, Any], channel: Channel) -> None:
         self.request = request
@@ -53,6 +67,7 @@ class CandidateRun:
         self.identity: IdentityGuard | None = None
         self.previous_args: list[Any] | None = None
         self.timer: Timer | None = None
+        self.compiled_model: Any = None  # ModelNew under torch.compile, made by the first `compiled` command
 
     def guarded(self, what: str, fn):
         try:
@@ -249,6 +264,40 @@ class CandidateRun:
         write_record(path, {"parameters" if follow else "inputs": out}, out_aliases)
         self.channel.emit("trial_done", index=index, path=str(path))
 
+    def compiled(self, command: dict[str, Any]) -> None:
+        """One trial's inputs through ModelNew under torch.compile (compiled on the first call), its output
+        written for the judge like an eager trial's. The graph breaks are counted once by
+        torch._dynamo.explain, here in the candidate's process, so the host takes them as information only."""
+        index = command["index"]
+        args = common.to_device(tensorfile.read(Path(command["inputs"])), self.device)
+        breaks: int | None = None
+        reasons: list[str] = []
+        if self.compiled_model is None:
+            try:
+                with torch.no_grad():
+                    explained = torch._dynamo.explain(self.model)(*common.clone(args))
+                breaks = common.graph_breaks(explained)
+                reasons = [str(getattr(r, "reason", r))[:300] for r in explained.break_reasons[:5]]
+            except Exception as exc:  # the compiled call below says what fails
+                reasons = [f"torch._dynamo.explain raised {type(exc).__name__}: {str(exc)[:300]}"]
+            torch._dynamo.reset()
+            seed_cache()
+            self.compiled_model = torch.compile(self.model)
+        model = self.compiled_model
+        given = common.clone(args)
+
+        def run() -> tuple[Any, list[str]]:
+            with torch.no_grad():
+                out = model(*given)
+            common.synchronize(self.device)
+            with no_modes():
+                return snapshot(out), aliases(out, given, model_tensors(self.model))
+
+        out, found = self.guarded(f"forward under torch.compile (trial {index + 1})", run)
+        path = self.scratch / f"compiled-{index}.kt"
+        write_record(path, {"compiled": out}, found)
+        self.channel.emit("compiled_done", index=index, path=str(path), graph_breaks=breaks, break_reasons=reasons)
+
     # -- timing ------------------------------------------------------------------------
 
     def pool(self, command: dict[str, Any]) -> None:
@@ -284,7 +333,7 @@ class CandidateRun:
     def serve(self) -> None:
         handlers = {"trial": self.trial, "changed": self.changed, "pool": self.pool, "round": self.round,
                     "count": self.count, "profile": self.profile, "ncu": self.ncu,
-                    "sanitize": self.sanitize}  # fmt: skip
+                    "sanitize": self.sanitize, "compiled": self.compiled}  # fmt: skip
         while (command := self.channel.next_command())["cmd"] != "exit":
             handlers[command["cmd"]](command)
 

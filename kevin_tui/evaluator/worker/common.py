@@ -109,6 +109,12 @@ def resolve_device(requested: str) -> str:
     return device
 
 
+def graph_breaks(explanation: Any) -> int:
+    """The graph breaks in torch._dynamo.explain's account: a break in a frame that leaves no graph (a
+    forward that is one extension call) is in its break reasons but not in its graph_break_count."""
+    return max(explanation.graph_break_count, len(explanation.break_reasons))
+
+
 def synchronize(device: str) -> None:
     import torch
 

@@ -302,7 +302,7 @@ class Reference:
             self.judge_changed(command)
             return
         if label := command.get("label"):
-            self.judge(command, outputs[index], label)
+            self.judge(command, outputs[index], label, runs=tuple(command.get("runs", TRIAL_RUNS)))
             return
         previous = self.last_judged if index > 0 else None
         precise = self.precise_trial(index) if index < len(self.trial_args) else None
@@ -349,6 +349,19 @@ class Reference:
 
     def compiled(self):
         return torch.compile(self.model)
+
+    def warm_compile(self, seed: int) -> None:
+        """One call of the reference under torch.compile, which fills the shared compile cache that candidate
+        workers start theirs from under --compiled (inductor's probes of the compiler, its headers' builds):
+        ~3x faster first compiles there. Only this worker writes it. A problem that cannot compile is not
+        broken: its candidates' compiled runs say so."""
+        try:
+            with torch.no_grad():
+                self.compiled()(*common.to_device(sample(self.module.get_inputs, seed), self.device))
+            common.synchronize(self.device)
+        except Exception:
+            pass
+        torch._dynamo.reset()
 
     def round(self, command: dict[str, Any]) -> None:
         """The same loop as the candidate's, writing its outputs the same way (the file is not needed)."""
@@ -419,6 +432,8 @@ def run_reference(request: dict[str, Any], channel: Channel) -> None:
         channel.emit("problem_error", message=str(exc), traceback=common.short_traceback(exc.__cause__ or exc))
         return
     reference.output_aliases = probe["output_aliases"]
+    if request.get("warm_compile"):
+        reference.warm_compile(request["init_seed"] + 7)
     init_path = reference.outbox / "init.kt"
     tensorfile.write(init_path, list(reference.init_inputs))
     channel.emit(
