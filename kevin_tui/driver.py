@@ -28,7 +28,7 @@ import functools
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -61,6 +61,7 @@ from kevin_tui.session.events import (
     ErrorEvent,
     EvaluationEvent,
     Event,
+    EvidenceEvent,
     PromptEvent,
     ReplyEvent,
     StopEvent,
@@ -144,12 +145,23 @@ class Judged:
 
 
 @dataclass(frozen=True)
+class Evidenced:
+    """Evidence that follows a verdict came in: a part finished (`part`), or `cancelled` never will; the
+    candidate's verdict has it."""
+
+    ref: CandidateRef
+    part: str
+    cancelled: list[str]
+    evidence: dict[str, Any]  # what the part found
+
+
+@dataclass(frozen=True)
 class Notice:
     message: str
     severity: Severity = "information"
 
 
-Report = ModelStarting | Ready | TurnStarted | PromptBuilt | Phase | TurnEnded | Replied | Judged | Notice
+Report = ModelStarting | Ready | TurnStarted | PromptBuilt | Phase | TurnEnded | Replied | Judged | Evidenced | Notice
 Reporter = Callable[[Report], None]
 
 
@@ -277,6 +289,7 @@ class Track:
     agent: Agent
     task: asyncio.Task | None = None
     selected: int | None = None
+    evidence: list[asyncio.Task] = field(default_factory=list)  # judgements whose evidence still runs
 
     @property
     def running(self) -> asyncio.Task | None:
@@ -558,7 +571,9 @@ class Driver:
         return list(await asyncio.gather(*(t.task for t in self.tracks if t.task is not None)))
 
     async def finish(self) -> None:
-        """The run is over: each latest turn's default choice enters the history; an end event."""
+        """The run is over: the evidence still running finishes, each latest turn's default choice enters
+        the history; an end event."""
+        await asyncio.gather(*(task for track in self.tracks for task in track.evidence))
         for track in self.tracks:
             await self._settle(track)
         assert self.run is not None
@@ -571,13 +586,23 @@ class Driver:
     # -- the work ------------------------------------------------------------------
 
     def _start(self, track: Track, work: Coroutine[Any, Any, Turn]) -> None:
-        track.task = asyncio.create_task(self._guarded(track, work))
+        """The user moved on: the evidence still running for the trajectory is cancelled (what finished
+        is kept) and the turn starts when the cancellations are recorded."""
+        cancelled = self._cancel_evidence(track)
+        track.task = asyncio.create_task(self._guarded(track, work, cancelled))
 
-    async def _guarded(self, track: Track, work: Coroutine[Any, Any, Turn]) -> None:
+    def _cancel_evidence(self, track: Track) -> list[asyncio.Task]:
+        running, track.evidence = [t for t in track.evidence if not t.done()], []
+        for task in running:
+            task.cancel()
+        return running
+
+    async def _guarded(self, track: Track, work: Coroutine[Any, Any, Turn], after: list[asyncio.Task]) -> None:
         """A turn started by an intent: failures become reports, never exceptions in the front end."""
         trajectory = track.agent.trajectory
         turn: Turn | None = None
         try:
+            await asyncio.gather(*after, return_exceptions=True)
             turn = await work
         except BackendError as exc:
             self.report(Notice(f"turn failed: {exc} (the session is kept)", "error"))
@@ -596,7 +621,7 @@ class Driver:
             return
         unjudged = [c for c in turn.candidates if c.feedback is None]  # a resumed, interrupted turn
         if unjudged:
-            await self._judge(track.agent, unjudged)
+            await self._judge(track, unjudged)
         chosen = self.continuing(track.agent.trajectory)
         if chosen is not None and chosen.index != turn.chosen:
             track.agent.choose(turn, chosen.index)
@@ -608,14 +633,14 @@ class Driver:
         self.report(TurnStarted(agent.trajectory, agent.next_number))
         async with self.gate.generating():
             turn = await agent.generate(note)
-        await self._judge(agent, turn.candidates)
+        await self._judge(track, turn.candidates)
         return turn
 
     async def _retry(self, track: Track, turn: Turn) -> Turn:
         self.report(TurnStarted(track.agent.trajectory, turn.number, "retry"))
         async with self.gate.generating():
             new = await track.agent.resample(turn)
-        await self._judge(track.agent, new)
+        await self._judge(track, new)
         track.selected = None
         return turn
 
@@ -627,22 +652,56 @@ class Driver:
             await self._settle(track)  # the kernel edited from enters the history first
         turn = await agent.edit(code, base)
         self.report(TurnStarted(agent.trajectory, turn.number, "edit"))
-        await self._judge(agent, turn.candidates)
+        await self._judge(track, turn.candidates)
         agent.choose(turn, 0)
         return turn
 
-    async def _judge(self, agent: Agent, candidates: list[Candidate]) -> None:
-        """Build (several candidates in parallel), then check and time them, each when the gate allows."""
+    async def _judge(self, track: Track, candidates: list[Candidate]) -> None:
+        """Build (several candidates in parallel), then check and time them, each when the gate allows;
+        returns with the verdicts, while their evidence goes on in a task of its own (track.evidence)."""
+        judged = asyncio.Event()
+        task = asyncio.create_task(self._judge_then_evidence(track.agent, candidates, judged))
+        waiting = asyncio.create_task(judged.wait())
+        try:
+            await asyncio.wait({task, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            raise
+        finally:
+            waiting.cancel()
+        if task.done():
+            task.result()  # its failure is the turn's
+        else:
+            track.evidence.append(task)
+
+    async def _judge_then_evidence(self, agent: Agent, candidates: list[Candidate], judged: asyncio.Event) -> None:
+        """The gate is held from the verdicts to the end of their evidence: the candidate's process stays
+        alive for it, and the evidence runs the candidate, so no other kernel is built or timed meanwhile."""
         async with self.gate.building():
             await agent.build(candidates, alone=self.gate.separate_builds)
         async with self.gate.evaluating():
             await agent.evaluate(candidates)
+            judged.set()
+            try:
+                for candidate in candidates:
+                    await agent.gather_evidence(candidate)
+            except asyncio.CancelledError:
+                for candidate in candidates:  # the rest never started: recorded as cancelled too
+                    agent.cancel_evidence(candidate)
+                raise
+            except Exception as exc:  # evidence is never the turn's failure; what did not come is recorded
+                for candidate in candidates:
+                    agent.cancel_evidence(candidate)
+                self.report(Notice(f"the evidence after the verdict failed: {type(exc).__name__}: {exc}", "warning"))
 
     async def _wind_down(self, reason: str = "quit") -> None:
         tasks = [task for track in self.tracks if (task := track.running) is not None]
         self.stop()
         for task in tasks:
             task.cancel()
+        for track in self.tracks:
+            tasks += self._cancel_evidence(track)
         await asyncio.gather(*tasks, return_exceptions=True)
         if self.run is not None and not self._ended:
             self.run.writer.write(StopEvent(reason=reason))
@@ -662,6 +721,8 @@ class Driver:
             self.report(Replied(event.ref, tokens))
         elif isinstance(event, EvaluationEvent):
             self.report(Judged(event.ref, event.verdict.status.value, event.verdict.speedup))
+        elif isinstance(event, EvidenceEvent):
+            self.report(Evidenced(event.ref, event.part, event.cancelled, event.evidence))
         elif isinstance(event, ErrorEvent) and event.source == "evaluator":  # backend errors end the turn
             self.report(Notice(f"{event.message}; judging it again", "warning"))
 

@@ -10,17 +10,21 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from kevin_tui.config import RunConfig
-from kevin_tui.driver import Driver, ModelStarting, Notice, Report
+from kevin_tui.driver import Driver, Evidenced, ModelStarting, Notice, Report
 from kevin_tui.errors import KevinError
 from kevin_tui.evaluator import EvalOptions, Evaluator
+from kevin_tui.evaluator.evidence import PART_NAMES
+from kevin_tui.evaluator.report import evidence_lines
 from kevin_tui.loop import Candidate
+from kevin_tui.protocol.notes import profile_note
 from kevin_tui.ranking import ranked
 from kevin_tui.run import recorded_problem
 from kevin_tui.session import CandidateRecord, Session, SessionError, load_session
-from kevin_tui.session.events import AcceptEvent, ApplyEvent, UndoEvent
+from kevin_tui.session.events import AcceptEvent, ApplyEvent, EvidenceEvent, UndoEvent
 
 EXIT_OK = 0
 
@@ -44,11 +48,44 @@ def print_turn(record: dict, as_json: bool) -> None:
     print(f"{where}turn {record['turn']}: {record['status']}{speed}{which}: {record['message']}", flush=True)
 
 
-def _print_report(report: Report) -> None:
-    if isinstance(report, Notice):
-        print(f"kevin-tui: {report.message}", file=sys.stderr)
-    elif isinstance(report, ModelStarting):
-        print(f"[vllm {report.elapsed_s:4.0f} s] {report.line}", file=sys.stderr)
+def evidence_record(event: EvidenceEvent | Evidenced, several: bool) -> dict:
+    """Evidence that followed a verdict (one part, or the parts cancelled), as headless prints it."""
+    ref = event.ref
+    record = {"event": "evidence", "turn": ref.turn, "candidate": ref.candidate, "part": event.part,
+              "cancelled": list(event.cancelled), "evidence": event.evidence}  # fmt: skip
+    if several:
+        record["trajectory"] = ref.trajectory
+    return record
+
+
+def evidence_line(record: dict) -> str:
+    where = f"[{record['trajectory'] + 1}] " if "trajectory" in record else ""
+    which = f" (candidate {record['candidate'] + 1})" if record["candidate"] else ""
+    head = f"{where}turn {record['turn']}{which}"
+    if record["cancelled"]:
+        return f"{head}: {', '.join(PART_NAMES.get(p, p) for p in record['cancelled'])}: cancelled"
+    part, evidence = record["part"], record["evidence"]
+    if part == "profile" and evidence.get("profile"):
+        return f"{head}: {profile_note(evidence, limit=3)}"
+    return f"{head}: " + "; ".join(line.strip() for line in evidence_lines(evidence))
+
+
+def print_evidence(record: dict, as_json: bool) -> None:
+    print(json.dumps(record) if as_json else evidence_line(record), flush=True)
+
+
+def reporter(as_json: bool, several: bool) -> Callable[[Report], None]:
+    """Headless mode's reporter: notices to stderr, the evidence after each verdict to stdout as it comes."""
+
+    def report(report: Report) -> None:
+        if isinstance(report, Notice):
+            print(f"kevin-tui: {report.message}", file=sys.stderr)
+        elif isinstance(report, ModelStarting):
+            print(f"[vllm {report.elapsed_s:4.0f} s] {report.line}", file=sys.stderr)
+        elif isinstance(report, Evidenced):
+            print_evidence(evidence_record(report, several), as_json)
+
+    return report
 
 
 def _record(candidate: Candidate, several: bool) -> dict:
@@ -61,7 +98,7 @@ def _record(candidate: Candidate, several: bool) -> dict:
 async def run_headless(config: RunConfig) -> int:
     session: Path | None = None
     try:
-        async with Driver.open(config, _print_report) as driver:
+        async with Driver.open(config, reporter(config.json, config.problem.trajectories > 1)) as driver:
             session = driver.session_path
             print(f"session: {session}", file=sys.stderr)
             notes = list(config.notes)
@@ -147,8 +184,13 @@ def replay_headless(session: Session, as_json: bool, reeval_device: str | None =
     """The turns of a loaded session as headless printed them; with a device, judged again there."""
     records = replay_records(session)
     if reeval_device is None:
+        several = session.header.trajectories > 1
+        evidence = session.of_type(EvidenceEvent)
         for record in records:
             print_turn(record, as_json)
+            turn = (record.get("trajectory", 0), record["turn"])
+            for event in (e for e in evidence if (e.trajectory, e.turn) == turn):
+                print_evidence(evidence_record(event, several), as_json)
         for action in action_records(session):
             print_action(action, as_json)
         return EXIT_OK

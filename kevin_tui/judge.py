@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kevin_tui.evaluator import EvalOptions, Verdict
+from kevin_tui.evaluator.evidence import LaterEvidence
 from kevin_tui.problem import Problem
 
 ProgressFn = Callable[[str, str], None]
@@ -31,6 +32,10 @@ class Judge(Protocol):
         ...
 
     def evaluate(self, source: str) -> Verdict: ...
+
+    def judge(self, source: str) -> tuple[Verdict, LaterEvidence | None]:
+        """The verdict as soon as it is decided, and the evidence still to come for it (or None)."""
+        ...
 
     def prebuild(self, sources: list[str]) -> None: ...
 

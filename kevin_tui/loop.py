@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kevin_tui.evaluator import Status, Verdict
+from kevin_tui.evaluator.evidence import LaterEvidence, cancel, merge, pending
 from kevin_tui.judge import Judge
 from kevin_tui.models.base import Backend, BackendError, Reply, Sampling, StreamEnd, collect
 from kevin_tui.models.tokens import PromptTokens
@@ -28,6 +30,7 @@ from kevin_tui.session.events import (
     ErrorEvent,
     EvaluationEvent,
     Event,
+    EvidenceEvent,
     KernelEvent,
     NoteEvent,
     PromptEvent,
@@ -61,6 +64,7 @@ class Candidate:
     feedback: Feedback | None = None
     verdict: Verdict | None = None
     edited_code: str | None = None
+    evidence: LaterEvidence | None = None  # what still follows the verdict (gather_evidence runs it)
 
     @property
     def index(self) -> int:
@@ -212,9 +216,43 @@ class Agent:
             await asyncio.to_thread(self.evaluator.prebuild, sources)
 
     async def evaluate(self, candidates: list[Candidate]) -> None:
-        """Check and time the candidates one at a time (builds they still need happen here)."""
-        for candidate in candidates:
+        """Check and time the candidates one at a time (builds they still need happen here). The last
+        one's evidence is left to follow its verdict (gather_evidence); an earlier one's runs before the
+        next is judged, since it keeps that candidate's process alive and no kernel is timed beside one."""
+        for index, candidate in enumerate(candidates):
             await self._evaluate(candidate)
+            if index < len(candidates) - 1:
+                await self.gather_evidence(candidate)
+
+    async def gather_evidence(self, candidate: Candidate) -> None:
+        """The evidence that follows the candidate's verdict, each part recorded as it finishes; cancelled,
+        what finished is kept and the rest is recorded as cancelled."""
+        later, verdict = candidate.evidence, candidate.verdict
+        if later is None or verdict is None:
+            return
+        try:
+            while (part := await asyncio.to_thread(later.next_part)) is not None:
+                merge(verdict, part)
+                self.record(self._evidence_event(candidate, part=part.name, evidence=part.evidence,
+                                                 warnings=part.warnings, seconds=part.seconds))  # fmt: skip
+        except asyncio.CancelledError:
+            self.cancel_evidence(candidate)
+            raise
+        candidate.evidence = None
+
+    def cancel_evidence(self, candidate: Candidate) -> None:
+        """Stop the candidate's evidence (its running part dies with its process); what never finished is
+        recorded as cancelled."""
+        later, candidate.evidence = candidate.evidence, None
+        if later is not None:
+            later.cancel()
+        if candidate.verdict is not None and (unfinished := pending(candidate.verdict)):
+            cancel(candidate.verdict, unfinished)
+            self.record(self._evidence_event(candidate, cancelled=unfinished))
+
+    def _evidence_event(self, candidate: Candidate, **fields: Any) -> EvidenceEvent:
+        ref = candidate.ref
+        return EvidenceEvent(trajectory=ref.trajectory, turn=ref.turn, candidate=ref.candidate, **fields)
 
     async def edit(self, code: str, base: Candidate | None = None) -> Turn:
         """A kernel edited by hand becomes its own turn (candidate 0), to be evaluated and chosen."""
@@ -341,12 +379,12 @@ class Agent:
             candidate.feedback = format_error_feedback(reason)
             verdict = Verdict(Status.FORMAT_ERROR, reason)
         else:
-            verdict = await asyncio.to_thread(self.evaluator.evaluate, candidate.code)
+            verdict, candidate.evidence = await asyncio.to_thread(self.evaluator.judge, candidate.code)
             if verdict.details.get("reference_lost"):  # our failure, not the kernel's: once more, fresh
                 self.record(ErrorEvent(trajectory=self.trajectory, turn=candidate.ref.turn, message=verdict.message,
                                        source="evaluator"))  # fmt: skip
-                verdict = await asyncio.to_thread(self.evaluator.evaluate, candidate.code)
-            candidate.feedback = feedback_from_verdict(verdict)
+                verdict, candidate.evidence = await asyncio.to_thread(self.evaluator.judge, candidate.code)
+            candidate.feedback = feedback_from_verdict(verdict)  # the verdict's alone: no evidence is awaited
         candidate.verdict = verdict
         ref = candidate.ref
         self.record(EvaluationEvent(trajectory=ref.trajectory, turn=ref.turn, candidate=ref.candidate, verdict=verdict))

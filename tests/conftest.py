@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,17 +40,26 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-@pytest.fixture(scope="session")
-def build_cache() -> Iterator[Path]:
-    """One build cache for the whole run, so each real extension is compiled once.
-
-    Removed afterwards: its precompiled headers are ~0.8 GB each. KEVIN_TUI_TEST_CACHE keeps one.
-    """
-    if kept := os.environ.get("KEVIN_TUI_TEST_CACHE"):
-        yield Path(kept)
+def pytest_configure(config):
+    """One build cache for the whole run, made by the first process (the controller, when the tests run
+    in several): the test processes it starts inherit its path, so each real extension and each set of
+    precompiled headers is built once per run, not once per process. Removed afterwards (headers are
+    ~0.8 GB each); KEVIN_TUI_TEST_CACHE names one that is kept."""
+    if hasattr(config, "workerinput") or os.environ.get("KEVIN_TUI_TEST_CACHE"):
         return
-    with tempfile.TemporaryDirectory(prefix="kevin-test-cache-") as directory:
-        yield Path(directory)
+    config._kevin_build_cache = tempfile.TemporaryDirectory(prefix="kevin-test-cache-")
+    os.environ["KEVIN_TUI_TEST_CACHE"] = config._kevin_build_cache.name
+
+
+def pytest_unconfigure(config):
+    if made := getattr(config, "_kevin_build_cache", None):
+        os.environ.pop("KEVIN_TUI_TEST_CACHE", None)
+        made.cleanup()
+
+
+@pytest.fixture(scope="session")
+def build_cache() -> Path:
+    return Path(os.environ["KEVIN_TUI_TEST_CACHE"])
 
 
 @pytest.fixture(scope="session")

@@ -15,16 +15,18 @@ from __future__ import annotations
 import ast
 import itertools
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from kevin_tui.evaluator import EvalOptions, Status, Verdict
+from kevin_tui.evaluator.evidence import EvidencePart, expect, run_all
 from kevin_tui.evaluator.worker.common import import_file
 from kevin_tui.evaluator.worker.judge import tolerance_for
 from kevin_tui.evaluator.worker.opcount import count_ops
-from kevin_tui.judge import ProgressFn
+from kevin_tui.judge import JudgeFactory, ProgressFn
 from kevin_tui.problem import Problem, ProblemError, top_level_names
 
 SEED = 0
@@ -40,6 +42,7 @@ class InProcessJudge:
         self.on_progress = on_progress or (lambda phase, detail: None)
         self.last_log: Path | None = None
         self.evaluated: list[str] = []  # the sources judged, in order
+        self.evidence_gate: threading.Event | None = None  # set by a test: evidence waits for it
         try:
             self.reference = import_file(problem.path, f"fake_judge_reference_{next(names)}")
         except Exception as exc:
@@ -63,20 +66,29 @@ class InProcessJudge:
         """Nothing to stop."""
 
     def evaluate(self, source: str) -> Verdict:
+        return run_all(*self.judge(source))
+
+    def judge(self, source: str) -> tuple[Verdict, InProcessEvidence | None]:
+        """The verdict, then (for a correct one, with profile on) a profile part that waits for
+        `evidence_gate` when a test sets one: the test decides when the evidence finishes."""
         self.evaluated.append(source)
         try:
             tree = ast.parse(source)
         except SyntaxError as exc:
-            return Verdict(Status.COMPILE_ERROR, f"Python syntax error at line {exc.lineno}: {exc.msg}")
+            return Verdict(Status.COMPILE_ERROR, f"Python syntax error at line {exc.lineno}: {exc.msg}"), None
         if "ModelNew" not in top_level_names(tree):
-            return Verdict(Status.FORMAT_ERROR, "the candidate defines no ModelNew class")
+            return Verdict(Status.FORMAT_ERROR, "the candidate defines no ModelNew class"), None
         self.on_progress("checking", "in process")
         try:
-            return self._run(source)
+            verdict, ran = self._run(source)
         except Exception as exc:
-            return Verdict(Status.RUNTIME_ERROR, f"the candidate raised {type(exc).__name__}: {exc}")
+            return Verdict(Status.RUNTIME_ERROR, f"the candidate raised {type(exc).__name__}: {exc}"), None
+        if verdict.status is not Status.CORRECT or not self.options.profile:
+            return verdict, None
+        expect(verdict, ["profile"])
+        return verdict, InProcessEvidence(self, *ran)
 
-    def _run(self, source: str) -> Verdict:
+    def _run(self, source: str) -> tuple[Verdict, tuple[torch.nn.Module, list[Any]]]:
         with tempfile.TemporaryDirectory(prefix="fake-judge-") as directory:
             path = Path(directory) / "candidate.py"
             path.write_text(source)
@@ -93,14 +105,58 @@ class InProcessJudge:
         atol, rtol = tolerance_for(expected.dtype, self.options.atol, self.options.rtol)
         if got.shape != expected.shape or not torch.allclose(got, expected, atol=atol, rtol=rtol):
             difference = (got - expected).abs().max().item() if got.shape == expected.shape else float("nan")
-            return Verdict(Status.INCORRECT, f"output mismatch: max abs difference {difference:.3g}")
+            return Verdict(Status.INCORRECT, f"output mismatch: max abs difference {difference:.3g}"), (
+                model_new,
+                inputs,
+            )
         if not self.options.timing:
-            return Verdict(Status.CORRECT, "correct on every trial (timing skipped)")
+            return Verdict(Status.CORRECT, "correct on every trial (timing skipped)"), (model_new, inputs)
         speedup = _compute_ops(model, inputs) / _compute_ops(model_new, inputs)
-        return Verdict(Status.CORRECT, "correct; cost counted in process", speedup=speedup, clock=CLOCK)
+        verdict = Verdict(Status.CORRECT, "correct; cost counted in process", speedup=speedup, clock=CLOCK)
+        return verdict, (model_new, inputs)
+
+
+class InProcessEvidence:
+    """The LaterEvidence of the in-process judge: one profile part, the ops forward dispatches."""
+
+    def __init__(self, judge: InProcessJudge, model: torch.nn.Module, inputs: list[Any]) -> None:
+        self.judge, self.model, self.inputs = judge, model, inputs
+        self._parts = ["profile"]
+        self.cancelled = threading.Event()
+
+    @property
+    def parts(self) -> list[str]:
+        return list(self._parts)
+
+    def next_part(self) -> EvidencePart | None:
+        gate = self.judge.evidence_gate
+        while gate is not None and not gate.wait(0.02):
+            if self.cancelled.is_set():
+                break
+        if self.cancelled.is_set() or not self._parts:
+            return None
+        with torch.no_grad():
+            _, counts = count_ops(lambda: self.model(*self.inputs))
+        rows = [[name, calls, 0.0] for name, calls in sorted(counts.items())]
+        self._parts.pop(0)
+        return EvidencePart("profile", {"profile": {"ops": rows, "kernels": [], "total_ms": 0.0}})
+
+    def cancel(self) -> None:
+        self.cancelled.set()
 
 
 def _compute_ops(module: torch.nn.Module, inputs: list[Any]) -> int:
     with torch.no_grad():
         _, counts = count_ops(lambda: module(*inputs))
     return max(1, sum(counts.values()))
+
+
+def gated(gate: threading.Event) -> JudgeFactory:
+    """In-process judges whose evidence waits for `gate`: the test says when the evidence finishes."""
+
+    def make(problem: Problem, options: EvalOptions, on_progress: ProgressFn | None = None) -> InProcessJudge:
+        judge = InProcessJudge(problem, options, on_progress)
+        judge.evidence_gate = gate
+        return judge
+
+    return make

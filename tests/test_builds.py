@@ -6,11 +6,14 @@ cold test; the slow nvcc tests are marked `nvcc` and need the CUDA toolkit (not 
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
 import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.evaluator.host.builds import FlagRefused, normalise_flags
@@ -90,6 +93,9 @@ def test_a_build_failure_the_candidate_swallows_is_still_a_compile_error(relu_cp
     assert verdict.status is Status.COMPILE_ERROR, verdict.message
     assert "fallback hid this" in verdict.message and "undeclared_name" in verdict.message
     assert verdict.details["compiler_errors"][0]["candidate_line"] is not None
+    # the compiler's own lines reached the builder's log as it printed them, stamped (the app tails it)
+    logs = [log.read_text() for log in relu_cpu.scratch.glob("builder-*/builder.log")]
+    assert any(re.search(r"(?m)^\[\s*\d+\.\d s\] \| .*error: .*undeclared_name", text) for text in logs), logs
 
 
 def test_a_flag_that_runs_programs_is_refused_as_a_compile_error(relu_cpu):
@@ -124,6 +130,28 @@ def test_cuda_compile_error_carries_nvcc_message_and_candidate_line(relu_cpu):
     (build,) = verdict.details["builds"]
     assert build["headers"] == "light" and not build["ok"]
     assert not Path(build["directory"]).exists()
+
+
+@needs_nvcc
+@pytest.mark.nvcc
+def test_same_declarations_link_the_earlier_binding_object_and_the_extension_still_works(relu_cpu):
+    """Only the loop (host C++ in cuda_sources) changes: main.cpp's object is a checked copy of the first
+    build's, linked rather than compiled (host/bindings.py), and the library computes ReLU."""
+    source = candidate("relu_split_binding.py")
+    changed_loop = source.replace("#include <cstdint>", f"#include <cstdint>\n// turn {os.getpid()}-{time.time_ns()}")
+    first = relu_cpu.evaluate(source)  # compiles main.cpp (or is found whole in the kept build cache)
+    second = relu_cpu.evaluate(changed_loop)
+    assert first.status is Status.COMPILED and second.status is Status.COMPILED, second.message
+    (build,) = second.details["builds"]
+    assert not build["cached"] and build["binding"] == "reused"
+    directory = Path(build["directory"])
+    assert "main.o" not in (directory / ".ninja_log").read_text()  # linked, not compiled
+    spec = importlib.util.spec_from_file_location("relu_split_binding", directory / "relu_split_binding.so")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = torch.randn(4096)
+    assert torch.equal(module.relu_forward(x), torch.relu(x))
 
 
 @needs_nvcc

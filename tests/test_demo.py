@@ -38,7 +38,8 @@ def test_the_demo_builds_checks_times_continues_and_accepts(tmp_path, build_cach
             await wait_for(pilot, lambda: settled(app, 3), timeout=300)
             correct = app.views()[2]
             assert correct.status == "correct" and correct.speedup is not None  # checked and timed
-            assert correct.verdict.evidence.get("profile")  # evidence on, as on the command line (was off)
+            # evidence on, as on the command line (was off); it follows the verdict
+            await wait_for(pilot, lambda: bool(correct.verdict.evidence.get("profile")), timeout=60)
             await wait_for(pilot, lambda: "No profile" not in str(app.query_one("#profile").render()), timeout=10)
             await pilot.press("a")
             await wait_for(

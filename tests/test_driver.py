@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
@@ -19,14 +20,14 @@ import pytest
 
 from kevin_tui.config import ProblemConfig, RunConfig
 from kevin_tui.device_gate import DeviceGate
-from kevin_tui.driver import Driver, Notice, Report, TurnEnded
-from kevin_tui.evaluator import EvalOptions
+from kevin_tui.driver import Driver, Evidenced, Judged, Notice, Report, TurnEnded
+from kevin_tui.evaluator import EvalOptions, Status
 from kevin_tui.evaluator.host import sanitizer
 from kevin_tui.models.backends import scripted_config
 from kevin_tui.session import CandidateRef, load_session
-from kevin_tui.session.events import AcceptEvent, PromptEvent
+from kevin_tui.session.events import AcceptEvent, EvaluationEvent, EvidenceEvent, PromptEvent, StopEvent
 from tests.conftest import RELU, candidate
-from tests.fake_judge import InProcessJudge
+from tests.fake_judge import InProcessJudge, gated
 
 SANITIZER_LOGS = Path(__file__).parent / "sanitizer_logs"
 
@@ -322,3 +323,112 @@ def test_an_accept_on_cuda_runs_the_gate_first_and_a_finding_commits_nothing(mak
     assert kernel.exists() == (found == "clean.log") and bool(accept.commit) == (found == "clean.log")
     if found != "clean.log":
         assert "relu_race_kernel" in accept.error
+
+
+# -- the verdict first, the evidence after (issue 21, item 5): the in-process judge's evidence waits for a
+# gate the test opens (tests/fake_judge.py: gated), so each test decides when the evidence finishes
+
+
+def with_profile(config: RunConfig) -> RunConfig:
+    evaluation = replace(config.problem.evaluation, profile=True)
+    return replace(config, problem=replace(config.problem, evaluation=evaluation))
+
+
+async def until(condition, timeout: float = 60.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.02)
+
+
+def kinds(reports: list[Report]) -> list[str]:
+    return [type(r).__name__ for r in reports if isinstance(r, Judged | TurnEnded | Evidenced)]
+
+
+def test_the_verdict_and_the_turn_end_come_before_the_evidence(make_config, git_env):
+    gate = threading.Event()
+    config = with_profile(make_config(reply("relu_torch.py")))
+    reports: list[Report] = []
+
+    async def run():
+        async with Driver.open(config, reports.append, gated(gate)) as driver:
+            driver.continue_()
+            await until(lambda: "TurnEnded" in kinds(reports))
+            verdict = driver.candidate(driver.best()).verdict
+            assert verdict.status is Status.CORRECT and verdict.evidence["pending"] == ["profile"]
+            session = load_session(driver.session_path)
+            assert session.of_type(EvaluationEvent) and not session.of_type(EvidenceEvent)
+            gate.set()
+            await until(lambda: "Evidenced" in kinds(reports))
+            assert "pending" not in verdict.evidence and verdict.evidence["profile"]["ops"]
+            await driver.finish()
+            return driver.session_path
+
+    path = asyncio.run(run())
+    assert kinds(reports) == ["Judged", "TurnEnded", "Evidenced"]
+    (event,) = load_session(path).of_type(EvidenceEvent)
+    assert event.part == "profile" and event.evidence["profile"]["ops"]
+    (record,) = load_session(path).candidates()
+    assert record.verdict.evidence["profile"] == event.evidence["profile"] and "pending" not in record.verdict.evidence
+
+
+def test_continuing_cancels_the_evidence_and_the_session_says_so(make_config, git_env):
+    gate = threading.Event()
+    config = with_profile(make_config(reply("relu_torch.py", "one"), reply("relu_torch.py", "two")))
+
+    async def run():
+        async with Driver.open(config, lambda r: None, gated(gate)) as driver:
+            driver.continue_()
+            await until(lambda: bool(driver.views(0)) and not driver.busy())
+            assert driver.continue_() is None  # the next turn does not wait for the evidence
+            await idle(driver)
+            gate.set()  # too late for turn 1: it was cancelled; turn 2's finishes at the end
+            await driver.finish()
+            return driver.session_path
+
+    session = load_session(asyncio.run(run()))
+    cancelled = [e for e in session.of_type(EvidenceEvent) if e.cancelled]
+    assert [(e.turn, e.cancelled) for e in cancelled] == [(1, ["profile"])]
+    assert session.events.index(cancelled[0]) < session.events.index(session.of_type(PromptEvent)[1])
+    first, second = session.candidates()
+    assert first.verdict.evidence["cancelled"] == ["profile"] and "profile" not in first.verdict.evidence
+    assert second.verdict.evidence["profile"]
+
+
+def test_quitting_during_the_evidence_records_it_cancelled_and_replay_shows_it(make_config, git_env, tmp_path):
+    gate = threading.Event()
+    config = with_profile(make_config(reply("relu_torch.py")))
+
+    async def run():
+        async with Driver.open(config, lambda r: None, gated(gate)) as driver:
+            driver.continue_()
+            await until(lambda: bool(driver.views(0)) and not driver.busy())
+            return driver.session_path  # leaving the driver is quitting, the evidence still waiting
+
+    path = asyncio.run(run())
+    session = load_session(path)
+    (event,) = session.of_type(EvidenceEvent)
+    assert event.cancelled == ["profile"] and session.events.index(event) < session.events.index(
+        session.of_type(StopEvent)[0]
+    )
+    killed = tmp_path / "killed.jsonl"  # a run killed mid-evidence never wrote the cancellation
+    killed.write_text("".join(line for line in path.read_text().splitlines(True) if '"type": "evidence"' not in line))
+    (record,) = load_session(killed).candidates()
+    assert record.verdict.evidence["cancelled"] == ["profile"] and "pending" not in record.verdict.evidence
+
+
+def test_headless_turns_let_the_evidence_finish_before_the_next_build(make_config, git_env):
+    config = with_profile(make_config(reply("relu_torch.py", "one"), reply("relu_torch.py", "two")))
+
+    async def run():
+        async with Driver.open(config, lambda r: None, gated(threading.Event())) as driver:
+            await driver.advance()
+            judge = driver.run.evaluator
+            threading.Timer(0.3, judge.evidence_gate.set).start()
+            await driver.advance()  # its build waits for turn 1's evidence at the gate; nothing is cancelled
+            await driver.finish()
+            return driver.session_path
+
+    session = load_session(asyncio.run(run()))
+    order = [(type(e).__name__, e.turn) for e in session.events if isinstance(e, EvaluationEvent | EvidenceEvent)]
+    assert order == [("EvaluationEvent", 1), ("EvidenceEvent", 1), ("EvaluationEvent", 2), ("EvidenceEvent", 2)]
+    assert not any(e.cancelled for e in session.of_type(EvidenceEvent))

@@ -46,3 +46,24 @@ def test_the_hint_says_when_headers_are_being_precompiled(tmp_path):
     (tmp_path / "staging" / "b").mkdir(parents=True)
     (tmp_path / "staging" / "b" / "torch_extension_pch.h.gch").write_bytes(b"")
     assert driver.build_hint() == NEW_FLAGS_HINT
+
+
+def test_the_build_log_is_shown_as_plain_printable_text_read_boundedly(tmp_path):
+    """The builder's log holds the compiler's output on the candidate's sources: its tail is shown under
+    the build phase with its seconds, escapes dropped and markup left as text, however large the log."""
+    log = tmp_path / "builder.log"
+    log.write_text("x" * 5_000_000 + "\n[  2.1 s] compiling and linking\n"
+                   "[  3.4 s] | main.cpp:3:2: warning: \x1b[2J\x1b]0;owned\x07[bold red]boom[/bold red]\n")  # fmt: skip
+    app = PanelApp()
+
+    async def run() -> str:
+        async with app.run_test(size=(120, 24)) as pilot:
+            panel = app.query_one(EvaluationPanel)
+            panel.build_log = lambda: log
+            panel.show_phase(Phase(None, "build", "", time.monotonic() - 4))
+            await pilot.pause()
+            return panel.text()
+
+    text = asyncio.run(run())
+    assert "[  3.4 s] | main.cpp:3:2: warning: [2J]0;owned[bold red]boom[/bold red]" in text
+    assert "\x1b" not in text and "\x07" not in text and "xxxxxxxxxx" * 40 not in text

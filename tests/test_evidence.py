@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 import pytest
@@ -18,7 +19,9 @@ from kevin_tui.evaluator.host.timing import (
     speedup_interval,
 )
 from kevin_tui.problem import load_problem
+from kevin_tui.session.events import EvaluationEvent, EvidenceEvent
 from tests.conftest import CANDIDATES, PROBLEMS, candidate
+from tests.test_agent import answer, make_agent
 
 
 def side(per_call: list[float], outside_ms: float = 0.1, control: list[float] | None = None,
@@ -143,6 +146,27 @@ def test_coverage_tells_torch_from_the_candidates_own_code(relu_timed):
     assert 0.1 < half.evidence["coverage"] < 0.97, half.evidence["profile"]
     assert cpp.evidence["coverage"] > 0.9
     assert any(name == "aten::clamp" for name, _, _ in torch_only.evidence["profile"]["ops"])
+
+
+def test_the_real_evaluators_verdict_event_precedes_its_profile_event(tmp_path, relu_timed):
+    """The verdict goes out (and is recorded) before the profile runs; the profile follows as its own event."""
+    events: list = []
+    agent = make_agent(tmp_path, relu_timed, [answer("relu_torch.py")], events=events)
+
+    async def run():
+        turn = await agent.generate()
+        await agent.evaluate(turn.candidates)
+        (judged,) = turn.candidates
+        assert judged.verdict.status is Status.CORRECT and judged.verdict.evidence["pending"] == ["profile"]
+        assert "profile" not in judged.verdict.evidence and not [e for e in events if isinstance(e, EvidenceEvent)]
+        await agent.gather_evidence(judged)
+        return judged
+
+    judged = asyncio.run(run())
+    order = [e for e in events if isinstance(e, EvaluationEvent | EvidenceEvent)]
+    assert [type(e) for e in order] == [EvaluationEvent, EvidenceEvent] and order[1].part == "profile"
+    assert order[1].evidence["profile"]["ops"] and judged.verdict.evidence["coverage"] < 0.1
+    assert "pending" not in judged.verdict.evidence
 
 
 def test_a_kernel_specialised_to_the_problems_shapes_is_flagged_or_failed_under_strict(relu_problem, build_cache):

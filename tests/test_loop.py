@@ -56,7 +56,9 @@ def optimize(tmp_path: Path, *args: str, problem: Path = RELU, timeout: float = 
 
 
 def json_lines(text: str) -> list[dict]:
-    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+    """The turn records (the evidence that follows a verdict, and accepts, are `event` records)."""
+    records = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+    return [r for r in records if "event" not in r]
 
 
 def only_session(tmp_path: Path):
@@ -81,9 +83,15 @@ def test_three_turns_with_scripted_replies(tmp_path, script, build_cache, monkey
     assert all("SECRET-CHAIN-OF-THOUGHT" not in p for p in prompts)  # reasoning is saved, never resent
     assert "SECRET-CHAIN-OF-THOUGHT" in session.of_type(ReplyEvent)[0].reasoning
 
+    printed = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    evidence = [r for r in printed if r.get("event") == "evidence"]  # after the verdict, as each part finished
+    assert [(r["turn"], r["part"]) for r in evidence] == [(3, "profile"), (3, "shapes")]
+    assert printed.index(evidence[0]) > printed.index(turns[2]) and evidence[0]["evidence"]["profile"]["ops"]
+
     replay = subprocess.run([sys.executable, "-m", "kevin_tui", "replay", str(session.path), "--headless", "--json"],
                             capture_output=True, text=True)  # fmt: skip
     assert json_lines(replay.stdout) == turns
+    assert [json.loads(line) for line in replay.stdout.splitlines()] == printed  # the evidence as recorded
 
     listing = subprocess.run([sys.executable, "-m", "kevin_tui", "sessions", "--sessions-dir",
                               str(tmp_path / "sessions")], capture_output=True, text=True)  # fmt: skip

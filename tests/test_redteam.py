@@ -12,6 +12,7 @@ from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.evaluator.worker.judge import compare_tensor
 from kevin_tui.problem import load_problem
 from tests.conftest import CANDIDATES
+from tests.conftest import candidate as candidate_source
 
 REDTEAM = CANDIDATES / "redteam"
 
@@ -40,7 +41,8 @@ def test_a_kernel_that_writes_only_the_real_part_is_incorrect(build_cache):
 def test_strict_rejects_pytorch_compute_seen_at_runtime_that_names_hide(strict):
     verdict = strict.evaluate(redteam("strict_ignores_runtime_ops"))
     assert verdict.status is Status.REJECTED and "torch_compute_at_runtime" in verdict.message, verdict.message
-    assert "aten::relu" in verdict.message
+    # the static check sees `nn.ReLU()(x)` too now (redteam4), so the runtime finding is not the first one named
+    assert any(w.code == "torch_compute_at_runtime" and "aten::relu" in w.message for w in verdict.warnings)
 
 
 def test_an_output_type_name_of_megabytes_is_the_candidates_fault_not_the_references(strict):
@@ -104,3 +106,138 @@ def test_an_honest_float64_accumulator_is_correct(build_cache):
     with Evaluator(problem, options, prespawn=False) as evaluator:
         verdict = evaluator.evaluate(redteam("honest_matvec_double_accumulate"))
     assert verdict.status is Status.CORRECT, verdict.message
+
+
+# -- redteam4 (tests/candidates/redteam4/, each docstring says the attack and the verdict it got before) --------
+
+REDTEAM4 = CANDIDATES / "redteam4"
+
+
+def redteam4(name: str) -> str:
+    return (REDTEAM4 / f"{name}.py").read_text()
+
+
+def _ballast_build(evaluator: Evaluator, name: str, ballast: int):
+    """A build of a tiny C extension module carrying `ballast` bytes of data (no torch headers: quick)."""
+    import time
+
+    source = (
+        f'asm(".pushsection .data\\n{name}_ballast:\\n.fill {ballast},1,0x5a\\n.popsection");\n'
+        f'extern "C" int {name}_answer() {{ return 42; }}\n'
+    )
+    request = {"kind": "inline", "name": name, "cpp_sources": [source], "cuda_sources": [], "sources": [],
+               "functions": None, "extra_cflags": [], "extra_cuda_cflags": [], "extra_ldflags": [],
+               "extra_include_paths": [], "with_cuda": False, "no_implicit_headers": True}  # fmt: skip
+    return evaluator.broker.build(request, evaluator.reference.versions(), source, time.monotonic() + 300)
+
+
+def test_a_build_may_not_leave_a_huge_library_in_the_persistent_cache(strict, monkeypatch):
+    """A `.fill` in a data section makes a library of any size, which the host kept in the cache for good
+    (`huge_library_in_cache.py`: 64 MB library and 64 MB object file, `correct`). With the bound at 32 MB
+    the builder cannot write it and nothing of it stays; a build under the bound is unaffected."""
+    import shutil
+
+    from kevin_tui.evaluator.host import builds
+
+    monkeypatch.setattr(builds, "MAX_BUILD_BYTES", 32 << 20, raising=False)  # absent before the bound
+    for made in strict.broker.root.glob("rt4_ballast*"):  # left by an earlier run of this test without the bound
+        shutil.rmtree(made)
+    huge = _ballast_build(strict, "rt4_ballast_huge", 48 << 20)
+    assert not huge.ok, huge.summary()
+    assert not [p for p in strict.broker.root.glob("rt4_ballast_huge*/*") if p.stat().st_size > 1 << 20]
+    small = _ballast_build(strict, "rt4_ballast_small", 4 << 20)
+    assert small.ok, small.message
+
+
+def test_a_candidate_filling_its_scratch_is_stopped_and_its_files_removed(strict, monkeypatch):
+    """`fill_scratch.py` writes 64 MB files until 1 GB: nothing bounded a scratch's total (each file is under
+    the per-file limit) and it stayed until the evaluator closed. With the bound lowered, the worker is killed,
+    its files are gone, and an honest kernel under the same bound is unaffected."""
+    from kevin_tui.evaluator.host import candidate_run
+    from tests.conftest import candidate
+
+    monkeypatch.setattr(candidate_run, "SCRATCH_FLOOR", 64 << 20, raising=False)  # absent before the bound
+    verdict = strict.evaluate(redteam4("fill_scratch"))
+    assert verdict.status is Status.RUNTIME_ERROR and "scratch directory" in verdict.message, verdict.message
+    import time
+
+    deadline = time.monotonic() + 30
+    while list(strict.scratch.glob("candidate-*/ballast-*")) and time.monotonic() < deadline:
+        time.sleep(0.2)  # emptied by the host's watcher once the sandbox is gone
+    assert not list(strict.scratch.glob("candidate-*/ballast-*"))
+    assert strict.evaluate(candidate("relu_cpp.py")).status is Status.CORRECT
+    deadline = time.monotonic() + 30  # and after every run its scratch is emptied but for its log and inputs
+    while list(strict.scratch.glob("candidate-*/out-*.kt")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not list(strict.scratch.glob("candidate-*/out-*.kt"))
+
+
+def test_strict_rejects_tensor_arithmetic_hidden_from_the_runtime_count(strict):
+    """`y * (y > 0)` beside a real extension, switched to the extension while the op count's dispatch mode is
+    on: `correct` under --strict before; the syntax tree now sees the arithmetic and the probe."""
+    verdict = strict.evaluate(redteam4("strict_arithmetic_hides_from_the_count"))
+    assert verdict.status is Status.REJECTED and "torch_compute_ops" in verdict.message, verdict.message
+
+
+def test_a_complex_timed_input_is_mixed_like_a_real_one_and_never_the_pools_own_entry():
+    """Complex inputs were not mixed and were handed over as the pool's own entry: every timed call on one
+    of the few entries had the same input (memoised answers worked), and a kernel could write its answer into
+    its input so that later calls on that entry were answered in advance (inputs are not checked after timed
+    calls). Now each call's complex input is new in about half its elements, each element whole from one
+    sample (a Hermitian matrix stays Hermitian), and what the pool does not mix is still a copy."""
+    from kevin_tui.evaluator.worker.inputs import Pool
+
+    def inputs() -> list[torch.Tensor]:
+        h = torch.randn(8, 8, dtype=torch.complex64)
+        return [torch.randn(64, dtype=torch.complex64), h + h.mH, torch.empty(0)]
+
+    pool = Pool.build(inputs, 3, "cpu")
+    plan = pool.schedule(11, 2)
+    first, second = plan[0][:2]  # type: ignore[index]
+    a, b = pool.entries[first][0], pool.entries[second][0]
+    call = pool.args(11, 0, plan[0])
+    from_a, from_b = call[0] == a, call[0] == b
+    assert bool((from_a | from_b).all()) and 0.2 < from_a.float().mean() < 0.8, "each element from one sample"
+    assert torch.equal(call[1], call[1].mH)
+    entry = pool.entries[first][2]
+    assert call[2] is not entry and call[0] is not a
+    call[0].mul_(0)  # what a kernel does to its input
+    assert not torch.equal(a, torch.zeros_like(a))
+
+
+def test_rebinding_the_problems_get_inputs_does_not_change_the_timed_inputs(build_cache, relu_problem):
+    """The timing pool was drawn with the problem module's `get_inputs` as the candidate left it."""
+    options = EvalOptions(device="cpu", timing_trials=5, shapes="off", profile=False, cache_dir=build_cache)
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
+        verdict = evaluator.evaluate(redteam4("rebind_get_inputs"))
+    assert verdict.status is Status.CORRECT, verdict.message
+
+
+def test_a_candidates_failure_cannot_say_the_evaluator_failed(strict):
+    """The `final` event's details are the worker's traceback only; anything else is a protocol violation."""
+    verdict = strict.evaluate(redteam4("failure_blames_the_evaluator"))
+    assert verdict.status in (Status.REJECTED, Status.RUNTIME_ERROR), verdict.message
+    assert not verdict.details.get("reference_lost"), verdict.details
+
+
+def test_an_honest_failure_keeps_its_traceback(strict):
+    verdict = strict.evaluate(candidate_source("import_raises.py"))
+    assert verdict.status is Status.RUNTIME_ERROR and "traceback" in verdict.details, verdict.details
+
+
+def test_an_output_file_that_expands_in_the_reader_is_the_candidates_fault(strict):
+    """A 1 MB record whose 20,000 tensor nodes all name the same span: the reference worker's reader copied
+    every span (20 GB) and died, which blamed the evaluator."""
+    verdict = strict.evaluate(redteam4("overlapping_tensors_sink_the_reference"))
+    assert not verdict.details.get("reference_lost"), verdict.message
+    assert verdict.status in (Status.INCORRECT, Status.REJECTED), verdict.message
+
+
+def test_a_tensor_file_with_shared_or_empty_tensors_still_reads(tmp_path):
+    """The honest writer never overlaps spans: one tensor returned twice is written twice, and reads back."""
+    from kevin_tui.evaluator.worker import tensorfile
+
+    y = torch.randn(1000)
+    tensorfile.write(tmp_path / "out.kt", [(y, y), torch.empty(0), 1.5])
+    (first, second), empty, number = tensorfile.read(tmp_path / "out.kt")
+    assert torch.equal(first, y) and torch.equal(second, y) and empty.numel() == 0 and number == 1.5

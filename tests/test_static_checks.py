@@ -127,3 +127,67 @@ def test_suppress_is_a_fallback_and_introspection_is_named():
     for snippet in ("import sys\nsys._getframe(1)", "import gc\ngc.get_referrers(1)", "import ctypes",
                     "import torch\ngetattr(torch, name)"):  # fmt: skip
         assert "introspection" in codes(snippet + "\nclass ModelNew: pass\n"), snippet
+
+
+def test_an_nn_module_made_and_called_in_place_or_by_a_plain_name_is_flagged():
+    """redteam4: `nn.ReLU()(x)` and `act = nn.GELU(); act(x)` were not seen (only `self.conv(x)` was), so the
+    static check missed PyTorch compute that the runtime count alone could see (and a candidate can detect
+    that count's dispatch mode). Holding a module's weights by a plain name stays fine."""
+    inline = """
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return nn.ReLU()(ext.copy(x))
+"""
+    named = """
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        act = nn.GELU()
+        return act(ext.copy(x))
+"""
+    holding = """
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = nn.Linear(4, 4)
+        self.weight = nn.Parameter(layer.weight.detach().clone())
+    def forward(self, x):
+        return ext.linear(x, self.weight)
+"""
+    assert "torch_compute_ops" in codes(inline)
+    assert "torch_compute_ops" in codes(named)
+    assert "torch_compute_ops" not in codes(holding)
+
+
+def test_tensor_arithmetic_in_forward_is_compute_but_arithmetic_on_sizes_is_not():
+    """redteam4 (`strict_arithmetic_hides_from_the_count.py`): `y * (y > 0)` on what an extension returned is
+    a ReLU in PyTorch ops that the syntax tree did not see, and forward hid it from the runtime count by
+    looking at the dispatch mode stack, which is named now as introspection. Sizes stay numbers."""
+    hiding = """
+import torch
+import torch.nn as nn
+counted = torch._C._len_torch_dispatch_stack
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = ext.copy(x.contiguous())
+        if counted():
+            return ext.relu(y)
+        return y * (y > 0)
+"""
+    sizes = """
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+ext = load_inline(name="e", cpp_sources=SOURCE, functions=["relu"])
+class ModelNew(nn.Module):
+    def forward(self, x, dim: int = 1):
+        n = x.numel()
+        rows = x.size(0) * 2
+        blocks = (n + 255) // 256
+        if x.dim() > 2 and rows > blocks:
+            return ext.relu(x.view(x.shape[0] * x.shape[1], -1), blocks)
+        return ext.relu(x, blocks)
+"""
+    assert {"torch_compute_ops", "introspection"} <= codes(hiding)
+    assert codes(sizes) == set()

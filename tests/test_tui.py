@@ -7,6 +7,7 @@ import asyncio
 import json
 import re
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from kevin_tui.session.events import AcceptEvent, AttemptEvent, EditEvent, Promp
 from kevin_tui.tui.app import KevinApp
 from kevin_tui.tui.evaluation_panel import EvaluationPanel
 from tests.conftest import RELU, candidate
-from tests.fake_judge import InProcessJudge
+from tests.fake_judge import InProcessJudge, gated
 
 SIZE = (100, 32)
 
@@ -520,6 +521,28 @@ def test_help_palette_footer_and_status_say_what_works(make_app):
             text = str(status.render())
             assert status.outer_size.width == SIZE[0] and len(text) <= status.size.width
             assert app.driver.session_path.stem in text
+            await pilot.press("q")
+
+    asyncio.run(run())
+
+
+def test_the_app_shows_profile_running_then_the_profile(make_app):
+    gate = threading.Event()
+    app = make_app(reply("relu_torch.py"), judge=gated(gate))
+
+    def panel() -> str:  # the verdict first, its profile after (issue 21, item 5)
+        return app.query_one(EvaluationPanel).text()
+
+    async def run():
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: settled(app, 1) and "profile: running…" in panel())
+            assert "CORRECT" in panel()
+            await pilot.press("p")
+            await wait_for(pilot, lambda: "Profile: running…" in screen_text(app))
+            gate.set()
+            await wait_for(pilot, lambda: "profile: running…" not in panel())
+            assert "profile: " in panel() and "the most time in aten::" in panel()
+            await wait_for(pilot, lambda: "sends a digest of this profile" in screen_text(app))
             await pilot.press("q")
 
     asyncio.run(run())

@@ -128,6 +128,10 @@ class RayJudge:
         ref = self.evaluate_task.remote(self.problem.source, self.problem.path.name, self.options, source)
         return Verdict.from_dict(_answer(ray.get(ref))["verdict"])
 
+    def judge(self, source: str) -> tuple[Verdict, None]:
+        """The remote task returns its verdict with the evidence in it: nothing follows."""
+        return self.evaluate(source), None
+
     def prebuild(self, sources: list[str]) -> None:
         """Nothing: the task that evaluates a kernel builds it, on the node where it runs."""
 

@@ -21,6 +21,15 @@ NVCC_FATAL = re.compile(r"^(?:nvcc fatal|ptxas fatal|fatal error)\s*:\s*(?P<msg>
 GENERATED_REF = re.compile(r"(?:^|/)(main\.cpp|cuda\.cu)[:(](\d+)")
 MANGLED = re.compile(r"\b_Z[\w$.]+")
 MAX_ERRORS = 8
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls but tab and newline: escapes
+
+
+def printable(text: str) -> str:
+    """Compiler output on a candidate's sources, safe to show in a terminal: control characters (terminal
+    escape sequences start with one) dropped, tabs as spaces, newlines kept."""
+    return CONTROL.sub("", text.replace("\t", " "))
+
+
 # APIs that older kernels (and models trained on them) still use, with what to write instead.
 REMOVED_APIS = (
     (re.compile(r"DeprecatedTypeProperties"),

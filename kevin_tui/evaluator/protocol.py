@@ -83,6 +83,10 @@ def _named_sources(value: Any) -> bool:
     )
 
 
+def _failure_details(value: Any) -> bool:
+    return _mapping(value) and set(value) <= {"traceback"} and all(_string(v) for v in value.values())
+
+
 # Events each role may send: name -> {field: check}. Fields not listed are refused.
 EVENTS: dict[str, dict[str, dict[str, Any]]] = {
     "candidate": {
@@ -124,7 +128,9 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
             "synced_ms": _optional(_times),
             "path": _optional(_string),
         },
-        "final": {"status": lambda v: v in CANDIDATE_FAILURES, "message": _string, "details": _mapping},
+        # details: the worker's traceback only; a free mapping became the verdict's details, where keys the host
+        # sets itself ("reference_lost": the evaluator's failure, evaluated again) mean something
+        "final": {"status": lambda v: v in CANDIDATE_FAILURES, "message": _string, "details": _failure_details},
     },
     "reference": {
         "ready": {

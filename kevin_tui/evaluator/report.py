@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kevin_tui.evaluator.compiler_output import format_error
+from kevin_tui.evaluator.evidence import status_lines
 from kevin_tui.evaluator.host.ncu import evidence_lines as ncu_lines
 from kevin_tui.evaluator.host.sanitizer import summary as sanitizer_summary
 from kevin_tui.evaluator.host.speed_of_light import describe as describe_bound
@@ -22,10 +23,15 @@ def _timing_line(label: str, verdict: Verdict, key: str) -> str | None:
 
 
 def evidence_lines(evidence: dict) -> list[str]:
-    """Speed of light, custom-kernel coverage and other sizes, one line each."""
+    """Speed of light, the profile's top row, custom-kernel coverage, other sizes, the ncu digest, one line
+    each; then the evidence still running, or cancelled (kevin_tui/evaluator/evidence.py)."""
     lines = []
     if sol := evidence.get("speed_of_light"):
         lines.append(f"  speed of light: {describe_bound(sol)}")
+    if (profile := evidence.get("profile")) and (rows := profile.get("kernels") or profile.get("ops")):
+        what = "kernels" if profile.get("kernels") else "ops"
+        name, calls, ms = rows[0]
+        lines.append(f"  profile: {len(rows)} {what}, the most time in {name} ({ms:.4f} ms x{calls})")
     if (coverage := evidence.get("coverage")) is not None:
         lines.append(f"  custom-kernel coverage: {coverage:.0%} of forward's compute time in the candidate's own code")
     if shapes := evidence.get("shapes"):
@@ -39,7 +45,7 @@ def evidence_lines(evidence: dict) -> list[str]:
         lines += [f"  ncu: {line}" for line in ncu_lines(ncu)]
     if sanitized := evidence.get("sanitizer"):
         lines.append(f"  {sanitizer_summary(sanitized)}")
-    return lines
+    return lines + status_lines(evidence)
 
 
 def render(verdict: Verdict, candidate_name: str = "candidate") -> str:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
-from kevin_tui.evaluator.verdict import Verdict
+from kevin_tui.evaluator.evidence import EvidencePart, cancel, merge
+from kevin_tui.evaluator.verdict import Verdict, Warning_
 from kevin_tui.protocol.feedback import Feedback
 
 SCHEMA_VERSION = 2
@@ -111,6 +112,25 @@ class EvaluationEvent(CandidateEvent):
 
 
 @dataclass(kw_only=True)
+class EvidenceEvent(CandidateEvent):
+    """A part of the evidence that follows a correct verdict (kevin_tui/evaluator/evidence.py) finished
+    (`part`, with what it found), or the parts in `cancelled` never will."""
+
+    type: ClassVar[str] = "evidence"
+    part: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)
+    warnings: list[Warning_] = field(default_factory=list)
+    seconds: float = 0.0
+    cancelled: list[str] = field(default_factory=list)
+
+    def apply(self, verdict: Verdict) -> None:
+        """What this event says, joined to the candidate's verdict."""
+        if self.part:
+            merge(verdict, EvidencePart(self.part, self.evidence, self.warnings, self.seconds))
+        cancel(verdict, self.cancelled)
+
+
+@dataclass(kw_only=True)
 class AttemptEvent(CandidateEvent):
     """The candidate that enters the history later prompts show; a later one for the same turn replaces it."""
 
@@ -204,7 +224,8 @@ class UnknownEvent(Event):
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.type: cls
     for cls in (
-        PromptEvent, RetryEvent, ReplyEvent, KernelEvent, EvaluationEvent, AttemptEvent, NoteEvent, EditEvent,
+        PromptEvent, RetryEvent, ReplyEvent, KernelEvent, EvaluationEvent, EvidenceEvent, AttemptEvent, NoteEvent,
+        EditEvent,
         AcceptEvent, ApplyEvent, UndoEvent, ErrorEvent, StopEvent, ResumeEvent, EndEvent,
     )
 }  # fmt: skip
@@ -226,6 +247,8 @@ def to_record(event: Event | Header) -> dict[str, Any]:
         data["verdict"] = event.verdict.to_dict()
     elif isinstance(event, AttemptEvent):
         data["feedback"] = asdict(event.feedback)
+    elif isinstance(event, EvidenceEvent):
+        data["warnings"] = [asdict(w) for w in event.warnings]
     return {"type": event.type, **data}
 
 
@@ -241,6 +264,8 @@ def from_record(record: dict[str, Any]) -> Event:
         data["verdict"] = Verdict.from_dict(record["verdict"])
     elif cls is AttemptEvent:
         data["feedback"] = Feedback(**_known(Feedback, record["feedback"]))
+    elif cls is EvidenceEvent:
+        data["warnings"] = [Warning_(**_known(Warning_, w)) for w in record.get("warnings") or []]
     return cls(**data)
 
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from kevin_tui.errors import EXIT_USAGE, KevinError
+from kevin_tui.evaluator.evidence import cancel, pending
 from kevin_tui.evaluator.verdict import Verdict
 from kevin_tui.protocol.prompt import Attempt
 from kevin_tui.ranking import Score, best_correct
@@ -24,6 +25,7 @@ from kevin_tui.session.events import (
     EditEvent,
     EvaluationEvent,
     Event,
+    EvidenceEvent,
     Header,
     KernelEvent,
     PromptEvent,
@@ -35,6 +37,10 @@ from kevin_tui.session.events import (
 SUFFIX = ".jsonl"
 E = TypeVar("E", bound=Event)
 Record = dict[str, Any]
+
+
+def copy_of(verdict: Verdict) -> Verdict:
+    return Verdict.from_dict(verdict.to_dict())
 
 
 class SessionError(KevinError):
@@ -102,6 +108,7 @@ class Session:
         records: dict[CandidateRef, CandidateRecord] = {}
         prompts: dict[tuple[int, int], PromptEvent] = {}
         chosen: dict[tuple[int, int], CandidateRecord] = {}
+        event_verdicts: dict[CandidateRef, Verdict] = {}
         for event in self.events:
             if isinstance(event, PromptEvent):
                 prompts[(event.trajectory, event.turn)] = event
@@ -121,6 +128,10 @@ class Session:
                 record.kernel = event
             elif isinstance(event, EvaluationEvent):
                 record.evaluation = event
+            elif isinstance(event, EvidenceEvent) and record.evaluation is not None:
+                if record.evaluation.verdict is event_verdicts.get(ref):  # the event's own is never changed
+                    record.evaluation = replace(record.evaluation, verdict=copy_of(record.evaluation.verdict))
+                event.apply(record.evaluation.verdict)
             elif isinstance(event, EditEvent):
                 record.edit = event
             elif isinstance(event, AcceptEvent):
@@ -131,6 +142,13 @@ class Session:
                     previous.attempt = None
                 record.attempt = event
                 chosen[(ref.trajectory, ref.turn)] = record
+            if isinstance(event, EvaluationEvent):
+                event_verdicts[ref] = event.verdict
+        for record in records.values():  # a loaded session runs nothing: what never came was cut short
+            evaluation = record.evaluation
+            if evaluation is not None and (unfinished := pending(evaluation.verdict)):
+                record.evaluation = replace(evaluation, verdict=copy_of(evaluation.verdict))
+                cancel(record.evaluation.verdict, unfinished)
         return list(records.values())
 
     def chosen(self) -> list[CandidateRecord]:

@@ -31,6 +31,7 @@ from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 from kevin_tui.config import RunConfig
 from kevin_tui.driver import (
     Driver,
+    Evidenced,
     ModelStarting,
     Notice,
     Phase,
@@ -240,6 +241,16 @@ class KevinApp(App):
             self.reply_ended(report)
         elif isinstance(report, TurnEnded):
             self.turn_ended(report)
+        elif isinstance(report, Evidenced):
+            self.evidence_came(report)
+
+    def evidence_came(self, report: Evidenced) -> None:
+        """Evidence that follows a verdict finished (or was cancelled): the candidate on show gets it."""
+        view = self.shown
+        if view is None or view.ref != report.ref:
+            return
+        self.query_one("#profile", Static).update(profile_renderable(view.verdict))
+        self.query_one(EvaluationPanel).show_verdict(view.verdict, self.query_one(EvaluationPanel).whose)
 
     def reply_ended(self, report: Replied) -> None:
         """The reply on show finished streaming: all of it is shown, not the tail's last frame."""

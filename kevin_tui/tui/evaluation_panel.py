@@ -21,11 +21,14 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from kevin_tui.driver import Phase
+from kevin_tui.evaluator.compiler_output import printable
 from kevin_tui.evaluator.verdict import Verdict
 from kevin_tui.tui.render import verdict_renderable
 
 HINT_AFTER_S = 3.0
 LOG_LINES = 6
+TAIL_BYTES = 16384  # of the log read each second
+LINE_CHARS = 300
 
 
 class EvaluationPanel(VerticalScroll):
@@ -110,8 +113,13 @@ class EvaluationPanel(VerticalScroll):
 
 
 def _tail(path: Path, lines: int = LOG_LINES) -> str:
+    """The log's last lines. The builder's log holds the compiler's output on the candidate's sources:
+    read boundedly, control characters (terminal escapes) dropped, and shown as plain text, never markup."""
     try:
-        text = path.read_text(errors="replace")
+        with path.open("rb") as log:
+            log.seek(max(0, log.seek(0, 2) - TAIL_BYTES))
+            text = log.read(TAIL_BYTES).decode(errors="replace")
     except OSError:
         return ""
-    return "\n".join(text.strip().splitlines()[-lines:])
+    kept = [printable(line)[:LINE_CHARS] for line in text.strip().splitlines()[-lines:]]
+    return "\n".join(kept)

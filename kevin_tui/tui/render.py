@@ -10,6 +10,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from kevin_tui.evaluator.compiler_output import printable
 from kevin_tui.evaluator.report import evidence_lines
 from kevin_tui.evaluator.report import render as render_report
 from kevin_tui.evaluator.verdict import Verdict
@@ -52,7 +53,7 @@ def diff_renderable(old: str | None, new: str | None, label: str, theme: str = T
 def verdict_renderable(verdict: Verdict | None) -> RenderableType:
     if verdict is None:
         return Text("Not evaluated yet.", style="italic")
-    return Text(render_report(verdict))
+    return Text(printable(render_report(verdict)))  # compiler messages in it are the candidate's text
 
 
 def profile_renderable(verdict: Verdict | None) -> RenderableType:
@@ -60,8 +61,10 @@ def profile_renderable(verdict: Verdict | None) -> RenderableType:
     functions on the CPU), with the speed-of-light standing and coverage above the table."""
     evidence = verdict.evidence if verdict is not None else {}
     profile = evidence.get("profile")
+    if "profile" in evidence.get("pending", []):
+        return Text("Profile: running… (it follows the verdict)", style="italic")
     if not profile:
-        return Text("No profile: it is taken for correct kernels.", style="italic")
+        return Text(f"No profile: {_no_profile(evidence)}.", style="italic")
     head = Text("\n".join(line.strip() for line in evidence_lines(evidence)) or "")
     rows = profile.get("kernels") or profile.get("ops") or []
     table = Table("kernel" if profile.get("kernels") else "op", "calls", "ms", "share", box=None, pad_edge=False)
@@ -71,3 +74,11 @@ def profile_renderable(verdict: Verdict | None) -> RenderableType:
         table.add_row(Text(name, style="bold" if mine else ""), str(calls), f"{ms:.4f}", f"{ms / total:.0%}")
     hint = Text("\nP sends a digest of this profile to Kevin as the next turn's note.", style="dim")
     return Group(head, Text(""), table, hint)
+
+
+def _no_profile(evidence: dict) -> str:
+    if "profile" in evidence.get("cancelled", []):
+        return "it was cancelled before it finished"
+    if failed := evidence.get("profile_failed"):
+        return f"it failed ({failed})"
+    return "it is taken for correct kernels"

@@ -8,8 +8,11 @@ and intact is reused; otherwise a fresh sandboxed builder compiles it into a tem
 that the host moves into place and records, with the library's sha256 and size, in a manifest kept
 where no sandbox can write (`<cache>/manifests`). Every hand-out checks the library against it (a
 mismatch is rebuilt, never loaded), and a candidate during whose run a cached library stopped
-matching its manifest is `rejected`. Precompiled headers are made by a trusted step of their own
-and every builder sees them read-only.
+matching its manifest is `rejected`. A build may leave at most `MAX_BUILD_BYTES` in the cache (its builder
+may write no larger file): the cache is never swept, so a library made huge on purpose would stay.
+Precompiled headers are made by a trusted step of their own and every builder sees them read-only. A build
+whose binding unit (main.cpp) was compiled before gets a checked copy of that object to link instead
+(host/bindings.py).
 """
 
 from __future__ import annotations
@@ -23,13 +26,22 @@ import secrets
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kevin_tui.evaluator import header_cache
 from kevin_tui.evaluator.compiler_output import GeneratedFile, SourceMap, first_errors, with_hints
-from kevin_tui.evaluator.host.cache import Manifests, admit, identity, install_pch, sweep_staging, usable_pch
+from kevin_tui.evaluator.host.bindings import OBJECT, BindingObjects, binding_key, reusable
+from kevin_tui.evaluator.host.cache import (
+    Manifests,
+    admit,
+    directory_bytes,
+    identity,
+    install_pch,
+    sweep_staging,
+    usable_pch,
+)
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, Sandbox
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerProcess, WorkerTimeout
 from kevin_tui.evaluator.protocol import ProtocolViolation
@@ -57,6 +69,9 @@ LINKER_ARGUMENTS = {"-rpath": re.compile(r"/?[\w./+-]+"), "-z": re.compile(r"now
 UNSAFE_CHARACTERS = re.compile(r"[\x00-\x1f\x7f$]")
 SOURCE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,99}\.(?:c|cc|cpp|cxx|cu|h|hpp|cuh)")
 MAX_NAME = 100
+# What one build may leave in the persistent cache (a library with its object files), and so the largest file
+# its builder may write: a candidate's `.fill` in a data section makes a library of any size, kept for good.
+MAX_BUILD_BYTES = 512 << 20
 
 
 class FlagRefused(Exception):
@@ -173,6 +188,7 @@ class BuildRecord:
     log: str = ""
     loaded: bool | None = None
     prelude_lines: int = 0  # a failed light build: where the candidate's CUDA sources start in cuda.cu
+    binding: str = ""  # main.cpp's object: "compiled" here, or "reused" (a checked copy of an earlier build's)
 
     def summary(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in ("log", "compiler_errors", "prelude_lines")}
@@ -196,6 +212,7 @@ class BuildBroker:
         for directory in (self.pch_store, self.staging):
             directory.mkdir(parents=True, exist_ok=True)
         self.manifests = Manifests(self.root.parent / "manifests")
+        self.bindings = BindingObjects(self.root, self.manifests)
         sweep_staging(self.staging)
 
     def key(self, spec: dict[str, Any], versions: dict[str, Any]) -> str:
@@ -204,8 +221,11 @@ class BuildBroker:
 
     def verify(self, directory: Path, name: str) -> dict[str, Any] | None:
         """The host's record of the entry if its library (hashed again, every time) still matches it; None
-        if it is missing, unrecorded or altered."""
-        return self.manifests.check(directory.name, directory / f"{name}.so")
+        if it is missing, unrecorded, altered or larger than a build may leave."""
+        manifest = self.manifests.check(directory.name, directory / f"{name}.so")
+        if manifest is not None and manifest.get("size", 0) > MAX_BUILD_BYTES:  # made before the bound: not used
+            return None
+        return manifest
 
     def libraries(self) -> dict[str, list[int] | None]:
         """Every cached library and its identity now: what `tampered` compares with, later."""
@@ -241,7 +261,7 @@ class BuildBroker:
             return record
         started = time.perf_counter()
         try:
-            self._run_builder(spec, directory, record, deadline)
+            self._run_builder(spec, versions, directory, record, deadline)
         finally:
             record.seconds = round(time.perf_counter() - started, 3)
         if not record.ok:
@@ -285,17 +305,24 @@ class BuildBroker:
             worker.kill()
             shutil.rmtree(staging, ignore_errors=True)
 
-    def _run_builder(self, spec: dict[str, Any], directory: Path, record: BuildRecord, deadline: float) -> None:
+    def _run_builder(
+        self, spec: dict[str, Any], versions: dict[str, Any], directory: Path, record: BuildRecord, deadline: float
+    ) -> None:
         pch_key = self.precompiled_header(spec, deadline)
         temporary = self.root / f".tmp-{directory.name}-{secrets.token_hex(4)}"
         temporary.mkdir()
+        binding = ""
+        if spec["kind"] == "inline" and reusable(spec):
+            binding = binding_key(spec, uses_cuda(spec), pch_key, versions, self.env)
+            record.binding = "reused" if self.bindings.provide(binding, temporary / OBJECT) else "compiled"
         scratch = self.scratch / f"builder-{temporary.name}"
         binds = [Bind(str(temporary), writable=True), Bind(str(self.pch_store))]
-        worker = WorkerProcess("builder", scratch, self.env, self.sandbox, binds, self.limits)
+        limits = replace(self.limits, file_size=min(self.limits.file_size, MAX_BUILD_BYTES))
+        worker = WorkerProcess("builder", scratch, self.env, self.sandbox, binds, limits)
         self.last_log = worker.log_path
         try:
             worker.send({"cmd": "build", "spec": spec, "directory": str(temporary), "pch_store": str(self.pch_store),
-                         "pch_key": pch_key})  # fmt: skip
+                         "pch_key": pch_key, "binding_object": record.binding == "reused"})  # fmt: skip
             event = worker.event(deadline - time.monotonic())
         except (WorkerGone, ProtocolViolation) as exc:
             record.ok, record.message = False, f"the builder {exc}"
@@ -310,6 +337,8 @@ class BuildBroker:
             if self.last_log == worker.log_path:
                 self.last_log = None  # its stages are shown while it runs; then the candidate's log again
         self._finish(event, spec, temporary, directory, record)
+        if record.ok and record.binding == "compiled":
+            self.bindings.remember(binding, directory)
 
     def _finish(self, event: dict, spec: dict, temporary: Path, directory: Path, record: BuildRecord) -> None:
         kind = event["event"]
@@ -324,6 +353,12 @@ class BuildBroker:
             record.ok = False
             record.log = event.get("log") or event.get("traceback") or ""
             record.message = event.get("message", "the build produced no library")
+            return
+        if (size := directory_bytes(temporary)) > MAX_BUILD_BYTES:
+            shutil.rmtree(temporary, ignore_errors=True)
+            record.ok = False
+            record.message = (f"the build left {size / 2**20:.0f} MB (a build may leave at most "
+                              f"{MAX_BUILD_BYTES / 2**20:.0f} MB in the build cache)")  # fmt: skip
             return
         try:
             os.rename(temporary, directory)

@@ -52,6 +52,10 @@ LEFTOVER_CPU_FLOOR_S = 0.02
 # A candidate whose error against a float64 reference uses this many times the share of the tolerance the
 # float32 reference's own error uses (and at least this share) computes in less precision than it should.
 MAX_WORDS = 4000  # of a message the candidate's process wrote, kept in a verdict
+# What a candidate's scratch may hold: this much (three shape variants of up to SHAPE_MAX_BYTES, and room),
+# plus this many times the inputs and outputs of one call (the trials' files stay there). Beyond it, it is killed.
+SCRATCH_FLOOR = 4 << 30
+SCRATCH_CALLS = 64
 PRECISION_RATIO = 10.0
 PRECISION_FLOOR = 0.1
 
@@ -87,6 +91,7 @@ class OpenToolRun(Protocol):
         prefix: Callable[[Path], Sequence[str]],
         binds: Sequence[Bind],
         env: Mapping[str, str] | None = None,
+        scratch: Path | None = None,
     ) -> HostRun: ...
 
 
@@ -109,6 +114,7 @@ class HostRun:
     cache_before: dict[str, list[int] | None] = field(default_factory=dict)
     precision: dict[str, float] | None = None  # the first trial's error shares, as the judge measured them
     seed: int = field(default_factory=lambda: secrets.randbits(62))
+    quiet: bool = False  # no phases reported: evidence after the verdict, which the verdict panel shows
 
     def __post_init__(self) -> None:
         self.files = WorkerFiles(self.scratch)
@@ -130,7 +136,8 @@ class HostRun:
         self.phases[self.phase] = round(self.phases.get(self.phase, 0.0) + now - self.phase_started, 3)
         self.phase, self.phase_started = phase, now
         self.deadline = now + self.options.timeout_s
-        self.context.on_progress(phase, "")
+        if not self.quiet:
+            self.context.on_progress(phase, "")
 
     @contextlib.contextmanager
     def host_work(self, phase: str) -> Iterator[None]:
@@ -168,7 +175,8 @@ class HostRun:
         if kind in names:
             return arrived
         if kind == "final":
-            raise Decided(Verdict(Status(event["status"]), event["message"][:MAX_WORDS], details=event["details"]))
+            details = {k: v[-MAX_WORDS:] for k, v in event["details"].items()}
+            raise Decided(Verdict(Status(event["status"]), event["message"][:MAX_WORDS], details=details))
         if kind == "crash":
             details = {"traceback": event["traceback"][-MAX_WORDS:]}
             raise Decided(Verdict(Status.RUNTIME_ERROR, event["message"][:MAX_WORDS], details=details))
@@ -206,7 +214,8 @@ class HostRun:
             verdict = Verdict(
                 Status.RUNTIME_ERROR,
                 f"the candidate process {describe_exit(exc.returncode)} during the {self.phase} phase"
-                + (" (its sandbox went over its memory limit)" if self.worker.group.out_of_memory() else ""),
+                + (" (its sandbox went over its memory limit)" if self.worker.group.out_of_memory() else "")
+                + (f" ({self.worker.over_scratch})" if self.worker.over_scratch else ""),
                 details={"log": self.worker.log_tail(), "returncode": exc.returncode},
             )
             return self.overruled(verdict)
@@ -265,12 +274,14 @@ class HostRun:
             if compiled is not None:
                 compiled.add_to(verdict)
         if verdict.status is Status.CORRECT:
-            if self.options.profile:
-                self.profile(verdict)
             self.count_ops()
-            if self.options.shapes != "off":
+            if self.options.shapes == "strict":  # other sizes decide the status: judging, not evidence
                 self.check_shapes(verdict)
         return verdict
+
+    def evidence_parts(self) -> list[str]:
+        """What follows a correct verdict in this worker's hands (host/later.py runs them)."""
+        return (["profile"] if self.options.profile else []) + (["shapes"] if self.options.shapes == "warn" else [])
 
     def precision_evidence(self, verdict: Verdict) -> None:
         """The candidate's error against a float64 reference beside the float32 reference's own; a much larger
@@ -356,6 +367,8 @@ class HostRun:
         except ProtocolViolation as exc:
             raise ReferenceLost(f"the reference worker {exc}") from None
         init = self.files.write("init.kt", init_inputs)
+        per_call = ready["input_bytes"] + ready["output_bytes"]
+        self.worker.watch_scratch(SCRATCH_FLOOR + SCRATCH_CALLS * per_call)
         self.worker.send({
             "cmd": "load", "candidate_path": str(self.files.path("candidate.py")),
             "problem_path": str(given_dir(self.scratch) / self.context.problem_file), "device": ready["device"],

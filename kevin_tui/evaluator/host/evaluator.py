@@ -8,18 +8,22 @@ one short-lived candidate worker per candidate, and turns what it can check into
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import os
 import secrets
 import shutil
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from kevin_tui.evaluator.evidence import expect, run_all
 from kevin_tui.evaluator.host.builds import BuildBroker
 from kevin_tui.evaluator.host.candidate_run import Decided, HostRun, RunContext
+from kevin_tui.evaluator.host.later import CandidateEvidence
 from kevin_tui.evaluator.host.ncu import find_ncu, ncu_pass
 from kevin_tui.evaluator.host.options import EvalOptions
 from kevin_tui.evaluator.host.reference import ReferenceLost, ReferenceWorker
@@ -139,17 +143,24 @@ class Evaluator:
     # -- candidates ---------------------------------------------------------------------
 
     def evaluate(self, source: str) -> Verdict:
-        """Judge one candidate source. Raises ProblemError / EnvironmentProblem, never for the candidate."""
+        """Judge one candidate source, its evidence included. Raises ProblemError / EnvironmentProblem,
+        never for the candidate."""
+        return run_all(*self.judge(source))
+
+    def judge(self, source: str) -> tuple[Verdict, CandidateEvidence | None]:
+        """The verdict as soon as judging and timing are done, and the evidence still to run for it (a
+        correct verdict's profile, other sizes, ncu digest: see kevin_tui/evaluator/evidence.py)."""
         started = time.perf_counter()
         try:
             tree = ast.parse(source)
         except SyntaxError as exc:
-            return self._stamp(_syntax_verdict(exc), started)
+            return self._stamp(_syntax_verdict(exc), started), None
         if "ModelNew" not in top_level_names(tree):
-            return self._stamp(Verdict(Status.FORMAT_ERROR, "the candidate defines no ModelNew class"), started)
+            verdict = Verdict(Status.FORMAT_ERROR, "the candidate defines no ModelNew class")
+            return self._stamp(verdict, started), None
         warnings = run_static_checks(source)
         ready = self.reference_ready()
-        verdict = self._run_candidate(source)
+        verdict, later = self._run_candidate(source)
         verdict.warnings = warnings + runtime_evidence(verdict, warnings, source) + verdict.warnings
         verdict.device = ready["device"]
         verdict.details.setdefault("environment", ready["environment"])
@@ -159,7 +170,11 @@ class Evaluator:
             verdict.overrule(
                 Status.REJECTED, f"rejected under --strict: {codes} ({found[0].message})", "unstrict_status"
             )
-        return self._stamp(verdict, started)
+        if later is not None and verdict.status is not Status.CORRECT:  # rejected under --strict: no evidence
+            later.close()
+            later = None
+        expect(verdict, later.parts if later else [])
+        return self._stamp(verdict, started), later
 
     def _stamp(self, verdict: Verdict, started: float) -> Verdict:
         verdict.sandbox = self.sandbox.describe()
@@ -194,10 +209,12 @@ class Evaluator:
         prefix: Callable[[Path], Sequence[str]],
         binds: Sequence[Bind],
         env: Mapping[str, str] | None = None,
+        scratch: Path | None = None,
     ) -> HostRun:
         """A run of `source` in a fresh candidate worker under a tool (Nsight Compute, compute-sanitizer):
-        `prefix` is the tool's command line for the run's scratch (where the tool writes its log)."""
-        scratch = self.scratch / f"{label}-{next(self.counter)}"
+        `prefix` is the tool's command line for the run's scratch (where the tool writes its log); `scratch`
+        is the caller's when it may cancel the run (it kills what runs there), else a fresh one."""
+        scratch = scratch or self.scratch / f"{label}-{next(self.counter)}"
         worker, _ = self.spawn_candidate_worker(scratch, prefix(scratch), binds, env)
         return HostRun(self.run_context, worker, scratch, source, evaluation=next(self.counter))
 
@@ -210,42 +227,58 @@ class Evaluator:
             spare[0].kill()
         return self.spawn_candidate_worker()
 
-    def _run_candidate(self, source: str) -> Verdict:
+    def _run_candidate(self, source: str) -> tuple[Verdict, CandidateEvidence | None]:
         worker, scratch = self._take_candidate_worker()
         self._candidate_log = worker.log_path
         self.broker.last_log = None
         run = HostRun(self.run_context, worker, scratch, source, evaluation=next(self.counter))
         run.files.write("candidate.py", source.encode())
+        done = functools.partial(self._candidate_done, run, threading.Event())
         try:
             verdict = run.drive()
-            worker.kill()  # before the Nsight Compute pass, which runs the candidate again in a worker of its own
-            self._nsight(verdict, run.files, source)
             if verdict.status is Status.CORRECT and (tools := tools_for(self.options.sanitize, at_accept=False)):
                 apply_sanitizer(verdict, self.sanitize(source, tools))
-            return verdict
-        finally:
-            worker.kill()
-            if self.prespawn and not self.closed:  # started only now, so its import never competes with this timing
-                self._spare = self.spawn_candidate_worker()
+        except BaseException:
+            done()
+            raise
+        parts = run.evidence_parts() + (["ncu"] if self._nsight_wanted() else [])
+        if verdict.status is not Status.CORRECT or not parts:
+            done()
+            return verdict, None
+        return verdict, CandidateEvidence(self, run, parts, done)
 
-    def _nsight(self, verdict: Verdict, candidate_files: WorkerFiles, source: str) -> None:
+    def _candidate_done(self, run: HostRun, once: threading.Event, spare: bool = True) -> None:
+        """The candidate's worker is finished with (after its verdict, or its evidence): killed, and the
+        spare started, only now, so its import never competes with a timing."""
+        run.worker.kill()
+        if once.is_set():
+            return
+        once.set()
+        run.worker.empty_scratch(keep=("in-0.kt",))  # the first trial's inputs: what the profiling tools run on
+        if spare and self.prespawn and not self.closed and self._spare is None:
+            self._spare = self.spawn_candidate_worker()
+
+    def _nsight_wanted(self) -> bool:
+        return self.options.profile and self.options.ncu != "off" and self.device.startswith("cuda")
+
+    def nsight(
+        self, found: Verdict, candidate_files: WorkerFiles, source: str, scratch: Path, progress: bool = True
+    ) -> None:
         """Nsight Compute's digest of the kernels of one call of a correct CUDA kernel, as evidence, with the
-        profile (see host/ncu.py)."""
-        wanted = self.options.profile and self.options.ncu != "off" and self.device.startswith("cuda")
-        if not wanted or verdict.status is not Status.CORRECT:
-            return
+        profile (see host/ncu.py), in `scratch`."""
         if (tool := find_ncu(self.options.ncu)) is None:
-            verdict.evidence["ncu"] = {"skipped": "ncu not found (install Nsight Compute, or pass --ncu PATH)"}
+            found.evidence["ncu"] = {"skipped": "ncu not found (install Nsight Compute, or pass --ncu PATH)"}
             return
-        self.on_progress("ncu", "profiling the kernels with Nsight Compute")
+        if progress:
+            self.on_progress("ncu", "profiling the kernels with Nsight Compute")
         started = time.perf_counter()
         try:
             inputs = candidate_files.read(str(candidate_files.path("in-0.kt")), "in-0.kt")
         except ProtocolViolation as exc:
-            verdict.evidence["ncu"] = {"skipped": f"the first trial's inputs are gone: {exc}"}
+            found.evidence["ncu"] = {"skipped": f"the first trial's inputs are gone: {exc}"}
             return
-        verdict.evidence["ncu"] = ncu_pass(self.tool_run, tool, inputs, source)
-        verdict.phases_s["ncu"] = round(time.perf_counter() - started, 3)
+        found.evidence["ncu"] = ncu_pass(self.tool_run, tool, inputs, source, scratch)
+        found.phases_s["ncu"] = round(time.perf_counter() - started, 3)
 
     def sanitize(self, source: str, tools: Sequence[str]) -> dict[str, Any]:
         """One forward call of `source` under each compute-sanitizer tool, on fresh inputs from the reference

@@ -194,10 +194,11 @@ def evidence_lines(entry: dict) -> list[str]:
     return [KernelDigest(**kernel).line() for kernel in entry.get("kernels", [])]
 
 
-def ncu_pass(open_run: OpenToolRun, tool: str, inputs: bytes, source: str) -> dict:
-    """Run the (already correct) candidate once more under ncu, in a fresh sandboxed worker, on the
-    first trial's inputs; its builds come from the cache. The `ncu` evidence entry."""
-    run = open_run("ncu", source, partial(scratch_prefix, tool), install_binds(tool))
+def ncu_pass(open_run: OpenToolRun, tool: str, inputs: bytes, source: str, scratch: Path | None = None) -> dict:
+    """Run the (already correct) candidate once more under ncu, in a fresh sandboxed worker (in `scratch`: a
+    caller that may cancel it kills what runs there), on the first trial's inputs; its builds come from the
+    cache. The `ncu` evidence entry."""
+    run = open_run("ncu", source, partial(scratch_prefix, tool), install_binds(tool), scratch=scratch)
     worker, scratch = run.worker, run.scratch
     log = scratch / LOG
     try:

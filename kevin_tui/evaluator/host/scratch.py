@@ -74,6 +74,25 @@ def hand_out(library: Path, worker_scratch: Path) -> Path:
     return target
 
 
+def disk_usage(root: Path, max_entries: int) -> int | None:
+    """Bytes on disk under `root` (links not followed, sparse files as what they hold), or None when it holds
+    more than `max_entries` entries: the walk stops there, so a directory of a million empty files costs no
+    more to look at than one of `max_entries`."""
+    total, seen, pending = 0, 0, [root]
+    while pending:
+        with contextlib.suppress(OSError), os.scandir(pending.pop()) as entries:  # gone meanwhile: nothing there
+            for entry in entries:
+                seen += 1
+                if seen > max_entries:
+                    return None
+                with contextlib.suppress(OSError):
+                    info = entry.stat(follow_symlinks=False)
+                    total += info.st_blocks * 512
+                    if stat.S_ISDIR(info.st_mode):
+                        pending.append(Path(entry.path))
+    return total
+
+
 PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}")
 
 

@@ -39,6 +39,19 @@ DANGEROUS = {
 DANGEROUS_MODULES = {"subprocess", "socket", "multiprocessing", "urllib", "requests", "http"}
 INTROSPECTION = {"sys._getframe", "sys.settrace", "sys.setprofile", "gc.get_referrers", "gc.get_objects"}
 INTROSPECTION_MODULES = {"inspect", "gc", "ctypes", "cffi", "_ctypes"}
+# What tells a forward call it is being watched (the op count's dispatch mode, the profiler): named at all, it is
+# introspection, since a kernel has no use for it but to behave differently then.
+WATCH_PROBES = (
+    "torch._C._len_torch_dispatch_stack", "torch._C._get_dispatch_stack_at", "torch._C._get_dispatch_mode",
+    "torch._C._is_torch_function_mode_enabled", "torch._C._get_function_stack_at", "torch._C._len_torch_function_stack",
+    "torch.utils._python_dispatch", "torch.overrides._get_current_function_mode",
+    "torch.autograd.profiler._is_profiler", "torch.autograd._profiler_enabled", "torch._C._autograd._profiler_enabled",
+)  # fmt: skip
+# Methods of a tensor that give numbers or facts, not tensors: arithmetic on what they return is not compute.
+TENSOR_FACTS = {
+    "size", "dim", "numel", "stride", "item", "tolist", "data_ptr", "element_size", "nelement", "is_contiguous",
+    "ndimension", "get_device", "storage_offset", "is_floating_point", "is_complex", "nbytes",
+}  # fmt: skip
 PATCHABLE_ROOTS = {"torch", "time", "os", "sys", "builtins", "np", "numpy", "timeit", "F", "nn", "kevin_tui"}
 MATMUL_DUNDERS = {"__matmul__", "__rmatmul__", "__imatmul__"}
 MATMUL_FUNCTIONS = {"operator.matmul", "operator.imatmul", "operator.__matmul__", "operator.__imatmul__"}
@@ -255,18 +268,25 @@ def _class_rebinding(tree: ast.Module) -> str | None:
     return None
 
 
+def _makes_nn_module(node: ast.AST, aliases: Aliases) -> bool:
+    """`nn.<Module>(...)` for a module that computes (not a Parameter holder)."""
+    if not isinstance(node, ast.Call) or (name := dotted_name(node.func)) is None:
+        return False
+    full = aliases.resolve(name)
+    return full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] not in NN_CONTAINERS
+
+
 def _nn_module_attrs(tree: ast.AST, aliases: Aliases) -> set[str]:
-    """Attributes of self assigned an nn.<Module>(...) that computes (not a Parameter holder)."""
+    """Attributes of self (`conv` for self.conv) and plain names assigned an nn.<Module>(...) that computes."""
     attrs: set[str] = set()
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+        if not (isinstance(node, ast.Assign) and _makes_nn_module(node.value, aliases)):
             continue
-        name = dotted_name(node.value.func)
-        full = aliases.resolve(name) if name else ""
-        if full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] not in NN_CONTAINERS:
-            for target in node.targets:
-                if isinstance(target, ast.Attribute) and dotted_name(target.value) == "self":
-                    attrs.add(target.attr)
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and dotted_name(target.value) == "self":
+                attrs.add(target.attr)
+            elif isinstance(target, ast.Name):
+                attrs.add(target.id)
     return attrs
 
 
@@ -318,12 +338,14 @@ def _compute_calls(tree: ast.Module, aliases: Aliases) -> list[str]:
         if name is None:
             if isinstance(node.func, ast.Attribute) and node.func.attr in TENSOR_METHODS:
                 found.append(f".{node.func.attr}()")
+            elif isinstance(node.func, ast.Call) and _makes_nn_module(node.func, aliases):
+                found.append(f"{dotted_name(node.func.func)}(...)(...) (an nn module)")
             continue
         full = aliases.resolve(name)
         last = full.rsplit(".", 1)[-1]
         if _torch_compute(full):
             found.append(name)
-        elif name.startswith("self.") and name.count(".") == 1 and name[5:] in module_attrs:
+        elif name.removeprefix("self.") in module_attrs and name.count(".") == name.startswith("self."):
             found.append(f"{name} (an nn module)")
         elif (
             "." in name
@@ -333,7 +355,68 @@ def _compute_calls(tree: ast.Module, aliases: Aliases) -> list[str]:
             and name.rsplit(".", 1)[0] not in extensions
         ):
             found.append(f".{last}()")
-    return sorted(set(found))
+    return sorted(set(found + _tensor_arithmetic(tree, aliases)))
+
+
+def _tensor_arithmetic(tree: ast.Module, aliases: Aliases) -> list[str]:
+    """Arithmetic and comparisons on tensors in forward: its parameters, what the candidate's extension or a
+    torch call returned, and what is computed from those (`y * (y > 0)` is a ReLU in PyTorch ops). Sizes and
+    other facts of a tensor (`x.size(0) * 2`) are numbers, not compute."""
+    extensions = _extensions(tree, aliases)
+    found: list[str] = []
+    for function in ast.walk(tree):
+        if not (isinstance(function, ast.FunctionDef) and function.name == "forward"):
+            continue
+        tensors = {a.arg for a in function.args.args[1:] + function.args.kwonlyargs}
+
+        def tensor(node: ast.AST, known: set[str] = tensors) -> bool:
+            if isinstance(node, ast.Name):
+                return node.id in known
+            if isinstance(node, ast.BinOp):
+                return tensor(node.left) or tensor(node.right)
+            if isinstance(node, ast.UnaryOp | ast.Subscript):
+                return tensor(node.operand if isinstance(node, ast.UnaryOp) else node.value)
+            if isinstance(node, ast.Compare):
+                return tensor(node.left) or any(tensor(c) for c in node.comparators)
+            if isinstance(node, ast.Call):
+                name = dotted_name(node.func) or ""
+                if name.rsplit(".", 1)[0] in extensions or aliases.resolve(name).startswith("torch."):
+                    return True
+                method = node.func
+                return isinstance(method, ast.Attribute) and method.attr not in TENSOR_FACTS and tensor(method.value)
+            return False
+
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign) and tensor(node.value):
+                tensors.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        for node in ast.walk(function):
+            if isinstance(node, ast.BinOp) and (tensor(node.left) or tensor(node.right)):
+                found.append(f"tensor arithmetic ({ast.unparse(node)[:40]})")
+            elif isinstance(node, ast.Compare) and tensor(node):
+                found.append(f"a tensor comparison ({ast.unparse(node)[:40]})")
+            elif isinstance(node, ast.AugAssign) and (tensor(node.target) or tensor(node.value)):
+                found.append(f"in-place tensor arithmetic ({ast.unparse(node)[:40]})")
+            elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.Invert) and tensor(node.operand):
+                found.append(f"tensor arithmetic ({ast.unparse(node)[:40]})")
+            elif isinstance(node, ast.Call) and (name := dotted_name(node.func)):
+                full = aliases.resolve(name)
+                if (full.startswith("operator.") or full in ("abs", "pow")) and any(tensor(a) for a in node.args):
+                    found.append(f"{full}() on a tensor")
+    return found
+
+
+def _watch_probes(tree: ast.Module, aliases: Aliases) -> list[str]:
+    """References to what tells a call it is being counted or profiled."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Attribute | ast.Name) and (name := dotted_name(node)):
+            names = [aliases.resolve(name)]
+        else:
+            continue
+        found += [n for n in names if n.startswith(WATCH_PROBES)]
+    return found
 
 
 def _builds(tree: ast.Module, aliases: Aliases) -> bool:
@@ -490,7 +573,11 @@ def run_static_checks(source: str) -> list[Warning_]:
         add("creates_streams", "the candidate creates CUDA streams: work on them can escape the timer")
     if calls := _calls_in(tree, aliases, DANGEROUS, DANGEROUS_MODULES):
         add("dangerous_call", f"dangerous calls: {', '.join(calls)}")
-    if found := _calls_in(tree, aliases, INTROSPECTION, INTROSPECTION_MODULES) + _dynamic_torch_access(tree, aliases):
+    if found := (
+        _calls_in(tree, aliases, INTROSPECTION, INTROSPECTION_MODULES)
+        + _dynamic_torch_access(tree, aliases)
+        + _watch_probes(tree, aliases)
+    ):
         add("introspection", f"frame, gc, ctypes or dynamic torch access: {', '.join(sorted(set(found))[:5])}")
     if patched := _patches(tree, aliases):
         add("monkey_patch", f"the candidate assigns to library attributes: {', '.join(patched)}")

@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,10 +27,13 @@ from typing import Any
 
 from kevin_tui.evaluator.host.cgroups import ResourceGroup
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, Sandbox, package_root, seccomp_memfd, system_binds
+from kevin_tui.evaluator.host.scratch import disk_usage
 from kevin_tui.evaluator.protocol import MAX_EVENT_BYTES, ProtocolViolation, encode, parse_event
 from kevin_tui.processes import cpu_seconds, kill_namespace, kill_process_group, namespace_init
 
 EXIT_GRACE_S = 5.0  # for a worker asked to exit, before it is killed
+SCRATCH_POLL_S = 0.2  # how often a watched worker's scratch is measured
+MAX_SCRATCH_ENTRIES = 20_000
 MAX_QUEUED_EVENTS = 10_000
 _live: set[WorkerProcess] = set()  # started and not yet killed: what kill_workers_under can reach
 _live_lock = threading.Lock()
@@ -83,6 +87,8 @@ class WorkerProcess:
         self.role = role
         self.wrapped = sandbox.kind != "off"  # bwrap and unshare report a signal as exit code 128 + signal
         self.log_path = scratch / f"{role}.log"
+        self.scratch = scratch
+        self.over_scratch = ""  # why the host killed it for what it wrote into its scratch ("" if it did not)
         scratch.mkdir(parents=True, exist_ok=True)
         command_read, self._command_write = os.pipe()
         self._event_read, event_write = os.pipe()
@@ -127,6 +133,47 @@ class WorkerProcess:
         self.events: queue.Queue[Arrived | ProtocolViolation | EOFError] = queue.Queue(MAX_QUEUED_EVENTS)
         self.started = threading.Event()
         threading.Thread(target=self._read, name=f"kevin-{role}-reader", daemon=True).start()
+
+    def watch_scratch(self, limit: int) -> None:
+        """Kill the worker once its scratch holds more than `limit` bytes or `MAX_SCRATCH_ENTRIES` entries, and
+        empty it but for its log: the scratch lies on the host's disk, which nothing else bounds (the file-size
+        limit is per file). Measured from outside every `SCRATCH_POLL_S`, so it overshoots by at most what the
+        worker writes in that time."""
+
+        def watch() -> None:
+            while not self._killed:
+                used = disk_usage(self.scratch, MAX_SCRATCH_ENTRIES)
+                if used is not None and used <= limit:
+                    time.sleep(SCRATCH_POLL_S)
+                    continue
+                size = f"more than {MAX_SCRATCH_ENTRIES} entries" if used is None else f"{used / 2**20:.0f} MB"
+                self.over_scratch = f"it wrote {size} into its scratch directory (at most {limit / 2**20:.0f} MB)"
+                self.kill()
+                self.empty_scratch()
+                return
+
+        threading.Thread(target=watch, name=f"kevin-{self.role}-scratch", daemon=True).start()
+
+    def empty_scratch(self, keep: tuple[str, ...] = ()) -> None:
+        """Once the killed worker is gone, remove everything in its scratch but its log and the files named in
+        `keep`, on a thread: what a candidate wrote there is no longer needed, and an evaluator (a batch) lives
+        for many candidates."""
+        started = list(self._teardown)
+        kept = {self.log_path.name, *keep}
+
+        def empty() -> None:
+            for thread in started:
+                thread.join(30)
+            with contextlib.suppress(OSError):
+                for entry in list(self.scratch.iterdir()):
+                    if entry.name in kept:
+                        continue
+                    if entry.is_dir() and not entry.is_symlink():
+                        shutil.rmtree(entry, ignore_errors=True)
+                    else:
+                        entry.unlink(missing_ok=True)
+
+        self._in_background(empty)
 
     def _read(self) -> None:
         with os.fdopen(self._event_read, "rb") as stream:

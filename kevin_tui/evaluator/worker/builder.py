@@ -4,13 +4,16 @@ It runs no candidate Python, only compilers on the candidate's sources with flag
 already checked and normalised; loading the library (and running its static initialisers) happens in
 the candidate worker. It tries the light CUDA headers first (a failing light build falls back to the
 standard headers, remembered per directory), and uses a precompiled torch/extension.h for g++, which
-it sees read-only. The same role, asked for `pch`, is the trusted step that makes such a header: it
-compiles only torch's header, into a fresh directory the host then checks and stores.
+it sees read-only. When the host has put a checked `main.o` of the same binding unit into its directory
+(host/bindings.py), it links that one instead of compiling main.cpp. The same role, asked for `pch`, is
+the trusted step that makes such a header: it compiles only torch's header, into a fresh directory the
+host then checks and stores.
 """
 
 from __future__ import annotations
 
 import glob
+import re
 import sys
 import sysconfig
 import time
@@ -19,6 +22,7 @@ from typing import Any
 
 from kevin_tui.evaluator.worker.channel import Channel
 from kevin_tui.evaluator.worker.common import EnvironmentProblem, log_stage, short_traceback
+from kevin_tui.evaluator.worker.compiler_stream import run_ninja_streamed
 from kevin_tui.evaluator.worker.light_headers import light_prelude, undefined_names, without_heavy_includes
 from kevin_tui.evaluator.worker.pch import build_pch, pch_flags, pch_key
 
@@ -79,10 +83,31 @@ def _forget_version(name: str) -> None:
 
 
 def _compile_only() -> None:
-    """torch's JIT build ends by importing the library; the builder must not run its initialisers."""
+    """torch's JIT build ends by importing the library; the builder must not run its initialisers. Its
+    ninja step streams the compiler's output into the log as it is printed (compiler_stream.py)."""
     from torch.utils import cpp_extension
 
     cpp_extension._import_module_from_library = lambda *args, **kwargs: None
+    cpp_extension._run_ninja_build = run_ninja_streamed
+
+
+BINDING_COMPILE = re.compile(r"^build main\.o: compile .*\n", re.M)
+
+
+def _link_given_binding() -> None:
+    """Make torch's ninja run link the main.o the host copied in rather than compile main.cpp: the
+    compile statement is dropped from build.ninja (if torch ever writes it otherwise, ninja compiles it
+    as before, which is slower but the same)."""
+    from torch.utils import cpp_extension
+
+    run_ninja = cpp_extension._run_ninja_build
+
+    def without_binding_compile(build_directory: str, verbose: bool, error_prefix: str) -> None:
+        ninja = Path(build_directory) / "build.ninja"
+        ninja.write_text(BINDING_COMPILE.sub("", ninja.read_text()))
+        run_ninja(build_directory, verbose, error_prefix)
+
+    cpp_extension._run_ninja_build = without_binding_compile
 
 
 class Builder:
@@ -90,6 +115,7 @@ class Builder:
         self.spec = request["spec"]
         self.directory = Path(request["directory"])
         self.pch_store, self.pch_key = Path(request["pch_store"]), request["pch_key"]
+        self.binding_given = bool(request.get("binding_object")) and (self.directory / "main.o").is_file()
         self.headers = "standard"
         self.prelude_lines = 0  # a light build's cuda.cu: the prelude's lines before the candidate's sources
 
@@ -115,12 +141,14 @@ class Builder:
             require_cuda_toolchain()
             toolkit_fallbacks(spec)
         _compile_only()
+        if self.binding_given:
+            _link_given_binding()
         implicit = not spec["no_implicit_headers"]
         flags = list(spec["extra_cflags"])
         log_stage(f"build {spec['name']}: {'nvcc and ' if cuda else ''}g++ {' '.join(flags)}".rstrip())
         if implicit or spec["kind"] == "files":
             flags = pch_flags(self.pch_store, self.pch_key) + flags
-        log_stage("compiling and linking (the compiler's messages are shown if it fails)")
+        log_stage("compiling and linking (the compiler's output follows as it prints it)")
         if spec["kind"] == "files":
             source_dir = self.directory / "sources"
             source_dir.mkdir(exist_ok=True)
@@ -144,6 +172,7 @@ class Builder:
                     self.headers = "light"
                     raise
                 _forget_version(spec["name"])
+                log_stage("the light CUDA headers failed: building again with the standard ones")
             else:
                 self.headers = "light"
                 return

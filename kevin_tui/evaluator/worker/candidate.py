@@ -93,6 +93,8 @@ class CandidateRun:
 
     def load(self) -> None:
         self.problem = common.import_file(self.request["problem_path"], "kevin_reference")
+        # held before the candidate runs: it can rebind the module's names (the timing pool is drawn with these)
+        self.get_inputs, self.reference_class = self.problem.get_inputs, self.problem.Model
         self.builds.install()
         self.identity = IdentityGuard()
         module = self.guarded(
@@ -109,7 +111,7 @@ class CandidateRun:
         seed = self.request["init_seed"]
         model = self.guarded("ModelNew(*get_init_inputs())", lambda: common.seeded(seed, lambda: model_new(*init)))
         self.model = self.guarded("moving ModelNew to the device", lambda: model.to(self.device))
-        self.reference = common.seeded(seed, lambda: self.problem.Model(*init)).to(self.device)
+        self.reference = common.seeded(seed, lambda: self.reference_class(*init)).to(self.device)
         self.untouched(None, "after construction")
         torch.set_num_threads(self.request["threads"])  # pinned again: importing the candidate may have changed it
         self.channel.emit("loaded")
@@ -301,7 +303,7 @@ class CandidateRun:
     # -- timing ------------------------------------------------------------------------
 
     def pool(self, command: dict[str, Any]) -> None:
-        pool = Pool.build(self.problem.get_inputs, command["seed"], self.device, command["pool_bytes"],
+        pool = Pool.build(self.get_inputs, command["seed"], self.device, command["pool_bytes"],
                           mixing=command["mixing"])  # fmt: skip
         model, reference = self.model, self.reference
         self.timer = Timer(lambda args: model(*args), pool, self.device, control=lambda args: reference(*args))

@@ -41,6 +41,12 @@ def _is_symmetric(*tensors: Any) -> bool:
     return all(t.dim() == 2 and t.shape[0] == t.shape[1] and torch.equal(t, t.T) for t in tensors)
 
 
+def _is_hermitian(value: Any) -> bool:
+    import torch
+
+    return value.is_complex() and value.dim() == 2 and value.shape[0] == value.shape[1] and torch.equal(value, value.mH)
+
+
 class Mixer:
     """Swaps a few varying positions of one tensor between two samples, reproducibly from a generator.
 
@@ -153,16 +159,19 @@ class Mask:
         import torch
 
         weights = self.pick(a.shape, offset)
+        if a.is_complex():  # each element whole from one sample, as for real inputs (a Hermitian matrix stays so)
+            mixed = torch.lerp(torch.view_as_real(a), torch.view_as_real(b), weights.unsqueeze(-1))
+            return torch.view_as_complex(mixed)
         return torch.lerp(a, b, weights) if a.is_floating_point() else torch.where(weights, b, a)
 
 
 def _mask(value: Any, generator: Any, device: str) -> Mask | None:
     import torch
 
-    if not isinstance(value, torch.Tensor) or value.numel() == 0 or value.is_complex():
+    if not isinstance(value, torch.Tensor) or value.numel() == 0:
         return None
-    kind = value.dtype if value.is_floating_point() else torch.bool
-    if _is_symmetric(value):
+    kind = value.real.dtype if value.is_complex() else value.dtype if value.is_floating_point() else torch.bool
+    if _is_symmetric(value) or _is_hermitian(value):
         side = value.shape[0]
         masks = [torch.rand(side, side, generator=generator) < MIX_SHARE for _ in range(SYMMETRIC_MASKS)]
         return Mask([(m.triu() | m.triu().T).to(device, kind) for m in masks], True)
@@ -220,6 +229,8 @@ class Pool:
     def args(self, seed: int, call: int, plan: tuple[int, int, int] | None) -> list[Any]:
         """The inputs of one call: fresh tensors, never an entry itself (what a call does to its inputs
         stays with that call)."""
+        import torch
+
         from kevin_tui.evaluator.worker.common import to_device
 
         if not self.mixing or plan is None:
@@ -227,5 +238,8 @@ class Pool:
         first, second, offset = plan
         out = []
         for a, b, mask in zip(self.entries[first], self.entries[second], self.masks, strict=True):
-            out.append(a if mask is None else mask.mix(a, b, offset))
+            if mask is not None:
+                out.append(mask.mix(a, b, offset))
+            else:  # nothing to mix (an empty tensor, a number): still never the entry itself
+                out.append(a.clone() if isinstance(a, torch.Tensor) else a)
         return out

@@ -257,7 +257,7 @@ class Reference:
         expected = self.outputs[command["eval"]][command["trial"]]
         try:
             (changed,), _ = read_record(Path(command["path"]), ("parameters",), ("inputs",))
-        except (OSError, TensorFileError, ValueError):
+        except (OSError, TensorFileError, ValueError, MemoryError):
             changed = "parameters"  # judged below, which says why the record is unusable
         label = command["label"] + (" (its inputs only)" if changed == "inputs" else "")
         args, params = self.changed_inputs
@@ -274,8 +274,8 @@ class Reference:
     ) -> None:  # fmt: skip
         try:
             outputs, given_aliases = read_record(Path(command["path"]), runs)
-        except (OSError, TensorFileError) as exc:
-            message = _bounded(f"the candidate's output file for {label} is unusable: {exc}")
+        except (OSError, TensorFileError, MemoryError) as exc:  # a file too large to read is the candidate's too
+            message = _bounded(f"the candidate's output file for {label} is unusable: {exc or type(exc).__name__}")
             self.channel.emit("judged", passed=False, checks=[], mismatch={"reason": message}, precision=None,
                               message=message)  # fmt: skip
             return
@@ -376,7 +376,7 @@ class Reference:
             outputs = tensorfile.read(Path(command["path"]), with_devices=True)
             if type(outputs) is not list:
                 raise TensorFileError("not a list of outputs")
-        except (OSError, TensorFileError) as exc:
+        except (OSError, TensorFileError, MemoryError) as exc:
             outputs = f"the candidate's outputs of timing round {command['round']} are unusable: {exc}"
         self.served = {command["round"]: outputs}
         self.channel.emit("ingested", calls=len(outputs) if type(outputs) is list else 0)

@@ -74,7 +74,9 @@ def write(path: Path, value: Any) -> None:
             out.write(blob.data if hasattr(blob, "data") else blob)
 
 
-def _decode(node: Any, data: memoryview, dtypes: dict[str, Any], depth: int) -> Any:
+def _decode(node: Any, data: memoryview, dtypes: dict[str, Any], depth: int, left: list[int]) -> Any:
+    """`left`: the bytes of data not yet taken by a tensor. Every tensor is a copy of its span, so spans that
+    overlap (a header naming one span 20,000 times) would make a small file many times its size in memory."""
     import torch
 
     if depth > MAX_DEPTH or not isinstance(node, dict):
@@ -90,6 +92,9 @@ def _decode(node: Any, data: memoryview, dtypes: dict[str, Any], depth: int) -> 
             raise TensorFileError("tensor size does not match its shape")
         if offset + nbytes > len(data):
             raise TensorFileError("the file is truncated")
+        left[0] -= nbytes
+        if left[0] < 0:
+            raise TensorFileError("tensors that overlap: their sizes add up to more than the file holds")
         device = node.get("device", "cpu")
         if not isinstance(device, str) or len(device) > MAX_NAME:
             raise TensorFileError("a tensor with a malformed device")
@@ -97,7 +102,7 @@ def _decode(node: Any, data: memoryview, dtypes: dict[str, Any], depth: int) -> 
         tensor = flat.view(dtype).reshape(shape) if flat is not None else torch.empty(shape, dtype=dtype)
         return Leaf(tensor, device)
     if kind in ("tuple", "list"):
-        items = [_decode(item, data, dtypes, depth + 1) for item in node.get("items", [])]
+        items = [_decode(item, data, dtypes, depth + 1, left) for item in node.get("items", [])]
         return tuple(items) if kind == "tuple" else items
     if kind == "float":
         try:
@@ -142,7 +147,8 @@ def read(path: Path, with_devices: bool = False) -> Any:
         tree = json.loads(raw[start : start + length])
     except (ValueError, RecursionError):
         raise TensorFileError("the header is not JSON") from None
-    value = _decode(tree, memoryview(raw)[start + length :], _dtypes(), 0)
+    data = memoryview(raw)[start + length :]
+    value = _decode(tree, data, _dtypes(), 0, [len(data)])
     return value if with_devices else _strip(value)
 
 
