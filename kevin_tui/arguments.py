@@ -13,7 +13,7 @@ from pathlib import Path
 from kevin_tui import kernelbench
 from kevin_tui.config import BatchConfig, ProblemConfig, RunConfig, Settings
 from kevin_tui.evaluator import EvalOptions
-from kevin_tui.evaluator.host.evaluator import default_cache_dir
+from kevin_tui.evaluator.host.options import default_cache_dir
 from kevin_tui.evaluator.host.sandbox import MODES
 from kevin_tui.evaluator.host.sanitizer import AT_ACCEPT
 from kevin_tui.evaluator.host.sanitizer import TOOLS as SANITIZER_TOOLS

@@ -36,7 +36,7 @@ from kevin_tui.evaluator.report import render
 from kevin_tui.evaluator.verdict import EXIT_CANNOT_EVALUATE_HERE, EXIT_OTHER, Status
 from kevin_tui.models.factory import launch_difference, relaunched
 from kevin_tui.problem import load_problem
-from kevin_tui.protocol.templates import PROJECT_DIR, load_templates
+from kevin_tui.protocol.templates import PROJECT_DIR, load_templates, prompts_change
 from kevin_tui.repo import GitProblem, undo_last_accept
 from kevin_tui.session import find_session, load_session
 from kevin_tui.usermodel.specs import ModelSpec
@@ -164,10 +164,8 @@ def resumed_launch(config: RunConfig, args: argparse.Namespace) -> RunConfig:
     backend = relaunched(config.backend, recorded, given_options(args))
     if taken := launch_difference(config.backend, backend):
         print(f"kevin-tui: resuming as the session was started: {' '.join(taken)}", file=sys.stderr)
-    version = load_templates(config.problem.prompts).version
-    if header.prompts_version and version != header.prompts_version:
-        print(f"kevin-tui: the session's prompts were {header.prompts_version}; this run's are {version} "
-              "(--prompts chooses the set)", file=sys.stderr)  # fmt: skip
+    if change := prompts_change(header.prompts_version, header.prompts_files, load_templates(config.problem.prompts)):
+        print(f"kevin-tui: resuming with other prompts: {change} (--prompts chooses the set)", file=sys.stderr)
     return replace(config, backend=backend)
 
 
@@ -270,7 +268,7 @@ def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_cache(args: argparse.Namespace, settings: Settings) -> int:
     from kevin_tui.evaluator.host import cache
-    from kevin_tui.evaluator.host.evaluator import default_cache_dir
+    from kevin_tui.evaluator.host.options import default_cache_dir
 
     root = args.cache_dir or default_cache_dir()
     if args.clean:

@@ -35,7 +35,7 @@ from typing import Any, Literal
 from kevin_tui.config import RunConfig
 from kevin_tui.device_gate import DeviceGate, Gate
 from kevin_tui.errors import KevinError
-from kevin_tui.evaluator import Evaluator, Verdict
+from kevin_tui.evaluator import Evaluator, Verdict, header_cache
 from kevin_tui.evaluator.host.sanitizer import first_finding, tools_for
 from kevin_tui.evaluator.host.sanitizer import summary as sanitizer_summary
 from kevin_tui.judge import Judge, JudgeFactory
@@ -429,9 +429,9 @@ class Driver:
         """Why a build is slow, when it is one of the slow ones: torch's headers are being precompiled
         (once per set of compiler flags; read from the build cache's precompiled-header store)."""
         cache = self.config.problem.evaluation.cache_dir
-        if not any((cache / "pch").glob("*/*.gch")):
+        if not header_cache.any_made(cache):
             return FIRST_BUILD_HINT
-        if any((cache / "staging").glob("*/*.gch")):  # one being made (the trusted step's own directory)
+        if header_cache.one_being_made(cache):
             return NEW_FLAGS_HINT
         return None
 

@@ -18,8 +18,9 @@ from kevin_tui.driver import Driver, Evidenced, ModelStarting, Notice, Report
 from kevin_tui.errors import KevinError
 from kevin_tui.evaluator import EvalOptions, Evaluator
 from kevin_tui.evaluator.evidence import PART_NAMES
-from kevin_tui.evaluator.report import evidence_lines, profile_digest
+from kevin_tui.evaluator.report import evidence_lines
 from kevin_tui.loop import Candidate
+from kevin_tui.protocol.notes import profile_note
 from kevin_tui.ranking import ranked
 from kevin_tui.run import recorded_problem
 from kevin_tui.session import CandidateRecord, Session, SessionError, load_session
@@ -65,7 +66,7 @@ def evidence_line(record: dict) -> str:
         return f"{head}: {', '.join(PART_NAMES.get(p, p) for p in record['cancelled'])}: cancelled"
     part, evidence = record["part"], record["evidence"]
     if part == "profile" and evidence.get("profile"):
-        return f"{head}: {profile_digest(evidence, limit=3)}"
+        return f"{head}: {profile_note(evidence, limit=3)}"
     return f"{head}: " + "; ".join(line.strip() for line in evidence_lines(evidence))
 
 

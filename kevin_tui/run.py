@@ -135,6 +135,7 @@ def session_header(
         sampling=asdict(sampling),
         prompts_version=scope.templates.version,
         prompts=scope.templates.source,
+        prompts_files=scope.templates.fingerprints,
         budget=config.budget,
         candidates=config.candidates,
         trajectories=config.trajectories,

@@ -22,7 +22,7 @@ def test_the_compile_baseline_fills_the_shared_cache_which_no_candidate_sees(rel
     options = EvalOptions(device="cpu", cache_dir=tmp_path, compile_baseline=True, timing_trials=10, trials=1, timeout_s=600,
                           profile=False, shapes="off")  # fmt: skip
     with Evaluator(relu_problem, options, prespawn=False) as evaluator:
-        shared = evaluator.compile_cache()
+        shared = evaluator.reference.compile_cache()
         verdict = evaluator.evaluate(HIDDEN.format(path=str(shared)))
     assert verdict.status is Status.CORRECT, verdict.message
     assert verdict.speedup_compile is not None  # the baseline was compiled, by the reference worker

@@ -83,5 +83,5 @@ def test_a_custom_op_wrapping_pytorch_is_seen_as_pytorch_compute(compiled):
 def test_a_candidate_cannot_write_the_compile_cache_its_own_is_copied_from(compiled):
     verdict = compiled.evaluate(candidate("compiled/plants_in_the_compile_seed.py"))
     assert verdict.status is Status.INCORRECT, verdict.message  # it ran: the seed was there, the write refused
-    assert not (compiled.compile_cache() / "planted.py").exists()
+    assert not (compiled.reference.compile_cache() / "planted.py").exists()
     assert verdict.sandbox in ("bwrap", "unshare")

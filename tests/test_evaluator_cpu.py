@@ -150,7 +150,7 @@ def test_unusable_problems_raise_problem_error(name, evidence, build_cache):
 def test_a_dead_reference_worker_is_reported_and_restarted(relu_problem, build_cache):
     with Evaluator(relu_problem, EvalOptions(device="cpu", timing=False, cache_dir=build_cache)) as evaluator:
         assert check(evaluator, "relu_torch.py").status is Status.CORRECT
-        evaluator.reference.kill()  # e.g. the OOM killer
+        evaluator.reference.process.kill()  # e.g. the OOM killer
         lost = check(evaluator, "relu_torch.py")
         assert lost.status is Status.RUNTIME_ERROR and "reference worker" in lost.message
         assert lost.details["reference_lost"]
@@ -214,17 +214,17 @@ def test_scratch_sweep_keeps_live_owners_and_foreign_directories(tmp_path):
 
 def test_a_clock_check_missed_once_is_measured_again_and_the_second_measurement_decides(monkeypatch):
     """On a loaded machine an honest kernel can miss the clock check once; a cheat misses it every time."""
-    from kevin_tui.evaluator.host.candidate_run import CandidateRun
+    from kevin_tui.evaluator.host.candidate_run import HostRun
     from kevin_tui.evaluator.verdict import Verdict
 
     missed = Verdict(Status.REJECTED, "timings disagree with the host's clock: ...", evidence={"clock_check": {"n": 1}})
     outcomes = [missed, Verdict(Status.CORRECT, "correct, 1.00x")]
-    monkeypatch.setattr(CandidateRun, "measure", lambda self: outcomes.pop(0))
-    verdict = CandidateRun.time(object.__new__(CandidateRun))
+    monkeypatch.setattr(HostRun, "measure", lambda self: outcomes.pop(0))
+    verdict = HostRun.time(object.__new__(HostRun))
     assert verdict.status is Status.CORRECT and verdict.evidence["clock_check_first_attempt"] == {"n": 1}
 
     outcomes = [missed, Verdict(Status.REJECTED, "again", evidence={"clock_check": {"n": 2}})]
-    verdict = CandidateRun.time(object.__new__(CandidateRun))
+    verdict = HostRun.time(object.__new__(HostRun))
     assert verdict.status is Status.REJECTED and verdict.message == "again" and not outcomes
     outcomes = [Verdict(Status.REJECTED, "left threads running")]  # other rejections are not measured again
-    assert CandidateRun.time(object.__new__(CandidateRun)).message == "left threads running" and not outcomes
+    assert HostRun.time(object.__new__(HostRun)).message == "left threads running" and not outcomes

@@ -16,7 +16,8 @@ import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.evaluator.host import ncu
-from kevin_tui.evaluator.report import evidence_lines, profile_digest
+from kevin_tui.evaluator.report import evidence_lines
+from kevin_tui.protocol.notes import profile_note
 from tests.conftest import candidate, sandbox_here
 
 HEADER = (
@@ -130,12 +131,12 @@ def test_the_ncu_pass_runs_the_worker_under_the_tool_in_the_sandbox(tmp_path, bu
         verdict = evaluator.evaluate(source)
         assert verdict.status is Status.CORRECT, verdict.message
         inputs = (Path(evaluator.last_log).parent / "in-0.kt").read_bytes()
-        found = ncu.ncu_pass(evaluator, str(tool), inputs, source)
+        found = ncu.ncu_pass(evaluator.tool_run, str(tool), inputs, source)
     assert found["kernels"][0]["name"] == "relu_kernel", found
     assert found["kernels"][0]["memory_pct"] == 91.2
     lines = evidence_lines({"ncu": found})
     assert lines and lines[0].startswith("  ncu: relu_kernel; 12.4 us")
-    assert "Nsight Compute, per kernel: relu_kernel" in profile_digest({"profile": {"ops": []}, "ncu": found})
+    assert "Nsight Compute, per kernel: relu_kernel" in profile_note({"profile": {"ops": []}, "ncu": found})
 
 
 def test_a_worker_that_dies_under_the_tool_gives_a_reason_not_a_crash(tmp_path, build_cache, relu_problem):
@@ -148,5 +149,5 @@ def test_a_worker_that_dies_under_the_tool_gives_a_reason_not_a_crash(tmp_path, 
     with Evaluator(relu_problem, options) as evaluator:
         assert evaluator.evaluate(source).status is Status.CORRECT
         inputs = (Path(evaluator.last_log).parent / "in-0.kt").read_bytes()
-        found = ncu.ncu_pass(evaluator, str(tool), inputs, source)
+        found = ncu.ncu_pass(evaluator.tool_run, str(tool), inputs, source)
     assert "ERR_NVGPUCTRPERM" in found["skipped"]

@@ -128,7 +128,7 @@ def _ballast_build(evaluator: Evaluator, name: str, ballast: int):
     request = {"kind": "inline", "name": name, "cpp_sources": [source], "cuda_sources": [], "sources": [],
                "functions": None, "extra_cflags": [], "extra_cuda_cflags": [], "extra_ldflags": [],
                "extra_include_paths": [], "with_cuda": False, "no_implicit_headers": True}  # fmt: skip
-    return evaluator.broker.build(request, evaluator.versions, source, time.monotonic() + 300)
+    return evaluator.broker.build(request, evaluator.reference.versions(), source, time.monotonic() + 300)
 
 
 def test_a_build_may_not_leave_a_huge_library_in_the_persistent_cache(strict, monkeypatch):

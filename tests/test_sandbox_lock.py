@@ -64,7 +64,7 @@ def judge(evaluator: Evaluator, project: Path, name: str) -> Status:
 def test_the_host_holds_every_sandbox_by_its_first_process(judged):
     evaluator, _ = judged
     evaluator.reference_ready()
-    assert evaluator.reference is not None and evaluator.reference.holds_namespace
+    assert evaluator.reference.process is not None and evaluator.reference.process.holds_namespace
 
 
 def test_no_remount_makes_a_read_only_bind_writable(judged):

@@ -26,7 +26,7 @@ import kevin_tui
 from kevin_tui.devices import resolve_device
 from kevin_tui.errors import EXIT_USAGE, KevinError
 from kevin_tui.evaluator import EnvironmentProblem, EvalOptions, Evaluator, Verdict
-from kevin_tui.evaluator.host.evaluator import default_cache_dir
+from kevin_tui.evaluator.host.options import default_cache_dir
 from kevin_tui.evaluator.host.scratch import make_scratch
 from kevin_tui.judge import JudgeFactory, ProgressFn
 from kevin_tui.problem import Problem, ProblemError, parse_problem_source

@@ -39,6 +39,7 @@ from kevin_tui.judge import JudgeFactory
 from kevin_tui.models.base import Backend, BackendError, Sampling
 from kevin_tui.models.factory import BackendConfig, launch_record, open_backend
 from kevin_tui.models.registry import kind_named
+from kevin_tui.protocol.templates import load_templates, prompts_change
 from kevin_tui.run import ProblemScope, RunError, open_problem
 from kevin_tui.session import Session, SessionError, load_session
 
@@ -53,22 +54,29 @@ EXIT_CANNOT_EVALUATE_HERE = 4
 def protocol_of(config: BatchConfig) -> dict[str, Any]:
     """What makes two runs comparable: recorded at the start, taken back by --resume."""
     evaluation = {k: v for k, v in asdict(config.problem.evaluation).items() if k not in ("device", "cache_dir")}
+    templates = load_templates(config.problem.prompts)
     return {
         "trajectories": config.problem.trajectories, "turns": config.turns, "model": config.backend.label(),
         "sampling": asdict(config.backend.sampling), "budget": config.problem.budget,
         "prompts": str(config.problem.prompts) if config.problem.prompts else None, "evaluation": evaluation,
+        "prompts_version": templates.version, "prompts_files": templates.fingerprints,
         "launch": launch_record(config.backend),
     }  # fmt: skip
 
 
 def resumed_config(config: BatchConfig, manifest: Manifest) -> BatchConfig:
-    """The run's own protocol with this command's backend, devices and limits."""
+    """The run's own protocol with this command's backend, devices and limits; refused when its prompt set
+    changed since (a run's turns share one)."""
     protocol = manifest.protocol
     evaluation = replace(config.problem.evaluation, **protocol["evaluation"])
     problem = replace(
         config.problem, trajectories=protocol["trajectories"], budget=protocol["budget"],
         prompts=Path(protocol["prompts"]) if protocol["prompts"] else None, evaluation=evaluation,
     )  # fmt: skip
+    recorded = protocol.get("prompts_version", ""), protocol.get("prompts_files")
+    if change := prompts_change(*recorded, load_templates(problem.prompts)):
+        raise RunDirectoryError(f"{manifest.directory}: {change}; restore them to resume this run, or start a new "
+                                "one (--out)")  # fmt: skip
     scripted = config.backend.backend != "auto" and kind_named(config.backend.backend).capabilities.scripted
     model = config.backend.model if scripted else protocol["model"]
     backend = replace(config.backend, model=model, sampling=Sampling(**protocol["sampling"]))

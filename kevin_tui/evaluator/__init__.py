@@ -4,7 +4,8 @@
 sandboxed worker processes (checked, never believed); `protocol.py` is what may pass between them.
 """
 
-from kevin_tui.evaluator.host.evaluator import EvalOptions, Evaluator
+from kevin_tui.evaluator.host.evaluator import Evaluator
+from kevin_tui.evaluator.host.options import EvalOptions
 from kevin_tui.evaluator.verdict import EnvironmentProblem, Status, Verdict
 
 __all__ = ["EnvironmentProblem", "EvalOptions", "Evaluator", "Status", "Verdict"]

@@ -48,21 +48,6 @@ def evidence_lines(evidence: dict) -> list[str]:
     return lines + status_lines(evidence)
 
 
-def profile_digest(evidence: dict, limit: int = 5) -> str:
-    """A few lines on where the time goes, short enough to send to the model as a note."""
-    profile = evidence.get("profile") or {}
-    rows = profile.get("kernels") or profile.get("ops") or []
-    parts = [f"{name} {ms:.3f} ms x{calls}" for name, calls, ms in rows[:limit]]
-    text = "Profile of one forward call: " + ("; ".join(parts) if parts else "nothing measured") + "."
-    if (coverage := evidence.get("coverage")) is not None:
-        text += f" {coverage:.0%} of the time is in your own kernels."
-    if sol := evidence.get("speed_of_light"):
-        text += f" Speed of light: {describe_bound(sol)}."
-    if (ncu := evidence.get("ncu")) and ncu.get("kernels"):
-        text += " Nsight Compute, per kernel: " + " | ".join(ncu_lines(ncu)[:limit]) + "."
-    return text
-
-
 def render(verdict: Verdict, candidate_name: str = "candidate") -> str:
     lines = [f"{verdict.status.value.upper()}: {verdict.message}", f"  device: {verdict.device}"]
     if verdict.sandbox:

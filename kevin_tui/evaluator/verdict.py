@@ -89,6 +89,15 @@ class Verdict:
     evidence: dict[str, Any] = field(default_factory=dict)  # speed of light, coverage, shapes, profile
     sandbox: str = ""  # "bwrap", "unshare" or "off (why)"
 
+    def overrule(self, status: Status, message: str, was: str | None = None) -> None:
+        """The one place a reached verdict's status changes: a later finding (--strict, --shapes strict,
+        compute-sanitizer) overrules it. Its speedups belonged to the status it had, which `was` (a
+        details key) keeps."""
+        if was is not None:
+            self.details[was] = self.status.value
+        self.status, self.message = status, message
+        self.speedup = self.speedup_compile = self.speedup_interval = None
+
     @property
     def exit_code(self) -> int:
         return EXIT_CODES.get(self.status, EXIT_OTHER)

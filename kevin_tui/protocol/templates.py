@@ -59,6 +59,27 @@ class Templates:
         joined = "\0".join(f"{k}\0{self.texts[k]}" for k in sorted(self.texts))
         return hashlib.sha256(joined.encode()).hexdigest()[:12]
 
+    @property
+    def fingerprints(self) -> dict[str, str]:
+        """Each file's short hash (comments excluded), recorded beside `version` so that a resume can name
+        the files that changed."""
+        return {f"{name}.md": hashlib.sha256(self.texts[name].encode()).hexdigest()[:12] for name in sorted(self.texts)}
+
+
+def prompts_change(version: str, fingerprints: dict[str, str] | None, now: Templates) -> str | None:
+    """How `now` differs from the prompt set a session or a run recorded (`version`, `fingerprints`), in
+    words; None when it does not, or nothing was recorded."""
+    if not version or version == now.version:
+        return None
+    if fingerprints:
+        current = now.fingerprints
+        names = sorted(set(fingerprints) | set(current))
+        changed = [name for name in names if fingerprints.get(name) != current.get(name)]
+        what = f"{', '.join(changed)} changed"
+    else:
+        what = "which files changed was not recorded"
+    return f"the prompt set was {version}, now {now.version} ({now.source}): {what}"
+
 
 def load_templates(spec: str | Path | None = None) -> Templates:
     """None: the default set. A set name, unless a directory of that name exists: then the directory,

@@ -36,6 +36,7 @@ class Header:
     sampling: dict[str, Any] = field(default_factory=dict)
     prompts_version: str = ""
     prompts: str = ""  # where the templates came from: a set, or "DIR (over SET)"
+    prompts_files: dict[str, str] = field(default_factory=dict)  # each template file's hash (Templates.fingerprints)
     budget: int = 0
     candidates: int = 1
     trajectories: int = 1

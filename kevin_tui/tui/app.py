@@ -44,10 +44,10 @@ from kevin_tui.driver import (
 )
 from kevin_tui.errors import KevinError
 from kevin_tui.evaluator import Evaluator
-from kevin_tui.evaluator.report import profile_digest
 from kevin_tui.headless import action_line, action_records
 from kevin_tui.judge import JudgeFactory
 from kevin_tui.models.base import Reply
+from kevin_tui.protocol.notes import profile_note
 from kevin_tui.session import CandidateRef, Session
 from kevin_tui.tui.evaluation_panel import EvaluationPanel
 from kevin_tui.tui.live_tail import LiveTail
@@ -415,7 +415,7 @@ class KevinApp(App):
             self.notify("no profile to send: select a correct kernel", severity="warning")
             return
         if self.driver is not None:
-            self.refuse(self.driver.continue_(profile_digest(view.verdict.evidence), self.trajectory))
+            self.refuse(self.driver.continue_(profile_note(view.verdict.evidence), self.trajectory))
 
     def action_retry(self) -> None:
         if self.driver is not None:

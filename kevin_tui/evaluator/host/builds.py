@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from kevin_tui.evaluator import header_cache
 from kevin_tui.evaluator.compiler_output import GeneratedFile, SourceMap, first_errors, with_hints
 from kevin_tui.evaluator.host.bindings import OBJECT, BindingObjects, binding_key, reusable
 from kevin_tui.evaluator.host.cache import (
@@ -206,8 +207,8 @@ class BuildBroker:
         self.sandbox, self.env, self.limits, self.scratch = sandbox, env, limits, scratch
         self.root.mkdir(parents=True, exist_ok=True)
         self.last_log: Path | None = None  # the latest builder's log: its stages, stamped, as they happen
-        self.pch_store = self.root.parent / "pch"
-        self.staging = self.root.parent / "staging"  # the trusted header step's fresh directories
+        self.pch_store = header_cache.store(self.root.parent)
+        self.staging = header_cache.staging(self.root.parent)  # the trusted header step's fresh directories
         for directory in (self.pch_store, self.staging):
             directory.mkdir(parents=True, exist_ok=True)
         self.manifests = Manifests(self.root.parent / "manifests")
@@ -286,7 +287,7 @@ class BuildBroker:
             event = worker.event(deadline - time.monotonic())
             if event["event"] != "pch_key" or not re.fullmatch(r"[0-9a-f]{20}", key := event["key"]):
                 return ""
-            with open(self.staging / f"{key}.lock", "a") as lock:
+            with open(header_cache.making_lock(self.staging, key), "a") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)  # a build making this header right now: use it once made
                 if usable_pch(self.pch_store, key, self.manifests):
                     return key

@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-PARTS = ("builds", "pch", "manifests", "staging")
-PCH_HEADER = "torch_extension_pch.h"
-PCH_TEXT = "#include <torch/extension.h>\n"
+from kevin_tui.evaluator import header_cache
+from kevin_tui.evaluator.header_cache import COMPILED, HEADER, HEADER_TEXT, LOCK, USED, WANTED
+
+PARTS = ("builds", header_cache.STORE, "manifests", header_cache.STAGING)
+PART_NAMES = {"builds": "extension builds", header_cache.STORE: "precompiled headers", "manifests": "host records"}
 
 
 def sha256_file(path: Path) -> str:
@@ -115,9 +117,7 @@ def clean(root: Path, parts: tuple[str, ...] = PARTS) -> int:
 def describe(root: Path) -> str:
     lines = [f"build cache: {root}"]
     for part, found in usage(root).items():
-        what = {"builds": "extension builds", "pch": "precompiled headers", "manifests": "host records"}.get(
-            part, "headers being made"
-        )
+        what = PART_NAMES.get(part, "headers being made")
         lines.append(f"  {part:<7} {found.entries:5d} {what:<20} {found.bytes / (1 << 20):10.1f} MB")
     return "\n".join(lines)
 
@@ -148,10 +148,10 @@ def admit(directory: Path) -> bool:
     sizes = []
     for other in directory.parent.iterdir():
         with contextlib.suppress(OSError):  # another build may be evicting it right now
-            sizes.append((other / (PCH_HEADER + ".gch")).stat().st_size)
+            sizes.append((other / COMPILED).stat().st_size)
     if not sizes or directory_bytes(directory.parent) + max(sizes) <= max_bytes():
         return True
-    wanted = directory / ".wanted"
+    wanted = directory / WANTED
     if wanted.exists():
         return True
     wanted.touch()
@@ -163,14 +163,14 @@ def evict(pch_root: Path, keep: Path, limit: int) -> list[Path]:
     entries = []
     for directory in pch_root.iterdir():
         if directory.is_dir() and directory != keep:
-            stamp = directory / ".used"
+            stamp = directory / USED
             entries.append((stamp.stat().st_mtime if stamp.exists() else 0.0, directory))
     total = directory_bytes(pch_root)
     removed = []
     for _, directory in sorted(entries):
         if total <= limit:
             break
-        with open(directory / ".lock", "a") as lock:
+        with open(directory / LOCK, "a") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -185,13 +185,13 @@ def evict(pch_root: Path, keep: Path, limit: int) -> list[Path]:
 def install_pch(staging: Path, store: Path, key: str, manifests: Manifests) -> bool:
     """Move a header the trusted step made in `staging` into the store as `key`, recorded; False when the
     step left anything but the header and its .gch (nothing of it is kept then)."""
-    header, gch = staging / PCH_HEADER, staging / (PCH_HEADER + ".gch")
+    header, gch = staging / HEADER, staging / COMPILED
     names = sorted(p.name for p in staging.iterdir())
     plain = all(p.is_file() and not p.is_symlink() for p in (header, gch))
-    if names != sorted([header.name, gch.name]) or not plain or header.read_text() != PCH_TEXT:
+    if names != sorted([header.name, gch.name]) or not plain or header.read_text() != HEADER_TEXT:
         shutil.rmtree(staging, ignore_errors=True)
         return False
-    (staging / ".lock").touch()
+    (staging / LOCK).touch()
     target = store / key
     if target.exists() and manifests.check(f"pch-{key}", target / gch.name, rehash=False) is None:
         shutil.rmtree(target, ignore_errors=True)  # an empty one admit() made, or a header that failed its check
@@ -201,21 +201,21 @@ def install_pch(staging: Path, store: Path, key: str, manifests: Manifests) -> b
         shutil.rmtree(staging, ignore_errors=True)
         return manifests.check(f"pch-{key}", target / gch.name, rehash=False) is not None
     manifests.record(f"pch-{key}", target / gch.name)
-    (target / ".used").touch()
+    (target / USED).touch()
     evict(store, target, max_bytes())
     return True
 
 
 def usable_pch(store: Path, key: str, manifests: Manifests) -> bool:
     """A stored header that is still what the host recorded (a changed one is removed)."""
-    gch = store / key / (PCH_HEADER + ".gch")
+    gch = store / key / COMPILED
     if not gch.exists():
         return False
     if manifests.check(f"pch-{key}", gch, rehash=False) is None:
         shutil.rmtree(store / key, ignore_errors=True)
         manifests.forget(f"pch-{key}")
         return False
-    (store / key / ".used").touch()
+    (store / key / USED).touch()
     return True
 
 

@@ -13,14 +13,17 @@ import contextlib
 import re
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kevin_tui.evaluator.compiler_output import demangle
-from kevin_tui.evaluator.host.builds import BuildRecord
+from kevin_tui.evaluator.host.builds import BuildBroker, BuildRecord
 from kevin_tui.evaluator.host.compiled import under_compile
+from kevin_tui.evaluator.host.options import EvalOptions
+from kevin_tui.evaluator.host.reference import ReferenceLost, ReferenceWorker
+from kevin_tui.evaluator.host.sandbox import Bind
 from kevin_tui.evaluator.host.scratch import WorkerFiles, given_dir, hand_out
 from kevin_tui.evaluator.host.speed_of_light import against_the_bound
 from kevin_tui.evaluator.host.timing import (
@@ -42,9 +45,6 @@ from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import Check, Status, Timing, Verdict, Warning_
 from kevin_tui.ranking import speed_class
 
-if TYPE_CHECKING:
-    from kevin_tui.evaluator.host.evaluator import Evaluator
-
 NEAR_DUPLICATES = 2
 SHAPE_MAX_BYTES = 512 << 20
 LEFTOVER_CPU_SHARE = 0.25
@@ -60,10 +60,6 @@ PRECISION_RATIO = 10.0
 PRECISION_FLOOR = 0.1
 
 
-class ReferenceLost(Exception):
-    """The reference worker died or hung: not the candidate's verdict, and the next one restarts it."""
-
-
 class Decided(Exception):
     """A verdict reached in the middle of a step."""
 
@@ -72,9 +68,38 @@ class Decided(Exception):
         self.verdict = verdict
 
 
+@dataclass(frozen=True)
+class RunContext:
+    """What a run is handed of its evaluator, and all it may use: the options, the reference worker, the
+    build broker, the host's inbox, the problem file's name and where progress goes."""
+
+    options: EvalOptions
+    reference: ReferenceWorker
+    broker: BuildBroker
+    inbox: WorkerFiles
+    problem_file: str
+    on_progress: Callable[[str, str], None]
+
+
+class OpenToolRun(Protocol):
+    """How a tool's pass (host/ncu.py, host/sanitizer.py) gets a run of its own: the evaluator's `tool_run`."""
+
+    def __call__(
+        self,
+        label: str,
+        source: str,
+        prefix: Callable[[Path], Sequence[str]],
+        binds: Sequence[Bind],
+        env: Mapping[str, str] | None = None,
+        scratch: Path | None = None,
+    ) -> HostRun: ...
+
+
 @dataclass
-class CandidateRun:
-    evaluator: Evaluator
+class HostRun:
+    """The host's side of one candidate's run (the worker's side is worker/candidate.py's CandidateRun)."""
+
+    context: RunContext
     worker: WorkerProcess
     scratch: Path
     source: str
@@ -96,8 +121,12 @@ class CandidateRun:
         self.deadline = self.phase_started + self.options.timeout_s
 
     @property
-    def options(self):
-        return self.evaluator.options
+    def options(self) -> EvalOptions:
+        return self.context.options
+
+    @property
+    def reference(self) -> ReferenceWorker:
+        return self.context.reference
 
     # -- phases and events -------------------------------------------------------
 
@@ -108,7 +137,7 @@ class CandidateRun:
         self.phase, self.phase_started = phase, now
         self.deadline = now + self.options.timeout_s
         if not self.quiet:
-            self.evaluator.on_progress(phase, "")
+            self.context.on_progress(phase, "")
 
     @contextlib.contextmanager
     def host_work(self, phase: str) -> Iterator[None]:
@@ -126,17 +155,12 @@ class CandidateRun:
     def take_output(self, reported: str, expected: str, taken: str) -> Path:
         """The one way a file the candidate wrote reaches the host: it must be `expected` in its own scratch
         (a plain file, no link), and is moved into the host's inbox as `taken`, out of the candidate's reach."""
-        return self.files.move_to(reported, self.evaluator.inbox_files, taken, expected)
-
-    def reference_outbox(self) -> WorkerFiles:
-        if (outbox := self.evaluator.outbox_files) is None:
-            raise ReferenceLost("the reference worker is not running")
-        return outbox
+        return self.files.move_to(reported, self.context.inbox, taken, expected)
 
     def give_input(self, reported: str, name: str) -> Path:
         """A file the reference worker wrote (in its outbox), moved into the candidate's scratch as `name`."""
         try:
-            return self.reference_outbox().move_to(reported, self.files, name)
+            return self.reference.outbox().move_to(reported, self.files, name)
         except ProtocolViolation as exc:
             raise ReferenceLost(f"the reference worker {exc}") from None
 
@@ -173,7 +197,7 @@ class CandidateRun:
         return verdict
 
     def drive(self) -> Verdict:
-        self.cache_before = self.evaluator.broker.libraries()
+        self.cache_before = self.context.broker.libraries()
         return self.finish(self.cache_intact(self._verdict()))
 
     def _verdict(self) -> Verdict:
@@ -204,7 +228,7 @@ class CandidateRun:
 
     def cache_intact(self, verdict: Verdict) -> Verdict:
         """A cached library that stopped matching the host's record while this candidate ran: its doing."""
-        if tampered := self.evaluator.broker.tampered(self.cache_before):
+        if tampered := self.context.broker.tampered(self.cache_before):
             entry = Path(tampered[0]).parent.name
             return Verdict(Status.REJECTED, f"the build cache entry {entry} was changed while this candidate ran")
         return verdict
@@ -222,7 +246,7 @@ class CandidateRun:
             what = "loading the built extension failed" if first.ok else "the build failed"
             return Verdict(Status.COMPILE_ERROR, f"{what} ({first.name}): {first.message}{hidden}",
                            details={"compiler_errors": first.compiler_errors, "log": first.log[-6000:]})  # fmt: skip
-        if not self.evaluator.device.startswith("cuda") and any(b.uses_cuda for b in self.builds):
+        if not self.reference.device.startswith("cuda") and any(b.uses_cuda for b in self.builds):
             return Verdict(
                 Status.COMPILED, "built for real with nvcc; there is no CUDA device here, so it was not run or checked"
             )
@@ -276,7 +300,7 @@ class CandidateRun:
         fails there stays correct for the problem as given, with a `shape_specialised` warning (under
         --shapes strict it is incorrect); the evidence lists every size tried."""
         self.enter("shapes")
-        variants = self.evaluator.ask_reference(
+        variants = self.reference.ask(
             {"cmd": "shapes", "eval": self.evaluation, "seed": self.seed + 7, "max_bytes": SHAPE_MAX_BYTES},
             "shapes_ready",
         )["variants"]
@@ -291,8 +315,7 @@ class CandidateRun:
             return
         message = f"correct at the problem's sizes but not at {'; '.join(failing)}"
         if self.options.shapes == "strict":
-            verdict.status, verdict.message = Status.INCORRECT, f"{message} (--shapes strict)"
-            verdict.speedup = verdict.speedup_compile = verdict.speedup_interval = None
+            verdict.overrule(Status.INCORRECT, f"{message} (--shapes strict)")
         else:
             verdict.warnings.append(Warning_("shape_specialised", message))
 
@@ -335,12 +358,12 @@ class CandidateRun:
             self.op_counts = {}
 
     def load(self) -> None:
-        ready = self.evaluator.reference_ready()
+        ready = self.reference.ready()
         self.worker.wait_started(self.options.reference_timeout_s)
         self.phase_started = time.perf_counter()
         self.deadline = self.phase_started + self.options.timeout_s  # one deadline for the whole import
         try:
-            init_inputs = self.reference_outbox().read(ready["init_path"], "init.kt")
+            init_inputs = self.reference.outbox().read(ready["init_path"], "init.kt")
         except ProtocolViolation as exc:
             raise ReferenceLost(f"the reference worker {exc}") from None
         init = self.files.write("init.kt", init_inputs)
@@ -348,8 +371,8 @@ class CandidateRun:
         self.worker.watch_scratch(SCRATCH_FLOOR + SCRATCH_CALLS * per_call)
         self.worker.send({
             "cmd": "load", "candidate_path": str(self.files.path("candidate.py")),
-            "problem_path": str(given_dir(self.scratch) / self.evaluator.problem.path.name), "device": ready["device"],
-            "init_path": str(init), "init_seed": self.evaluator.init_seed, "threads": ready["threads"],
+            "problem_path": str(given_dir(self.scratch) / self.context.problem_file), "device": ready["device"],
+            "init_path": str(init), "init_seed": self.reference.init_seed, "threads": ready["threads"],
             "scratch": str(self.scratch), "mutates_inputs": ready["mutates_inputs"],
             "output_aliases": bool(ready["output_aliases"]),
         })  # fmt: skip
@@ -376,7 +399,7 @@ class CandidateRun:
         deadline = time.monotonic() + self.options.build_timeout_s
         try:
             with self.host_work("build"):
-                record = self.evaluator.broker.build(request, self.evaluator.versions, self.source, deadline)
+                record = self.context.broker.build(request, self.reference.versions(), self.source, deadline)
         except WorkerTimeout:
             limit = self.options.build_timeout_s
             message = f"no result within {limit:.0f} s in the build phase; the builder's process group was killed"
@@ -389,7 +412,7 @@ class CandidateRun:
         self.worker.send(answer)
 
     def check(self) -> None:
-        paths = self.evaluator.ask_reference(
+        paths = self.reference.ask(
             {"cmd": "trials", "eval": self.evaluation, "seed": self.seed, "fresh": self.options.trials,
              "duplicates": NEAR_DUPLICATES if self.options.near_duplicates else 0},
             "trials_ready",
@@ -404,16 +427,14 @@ class CandidateRun:
             self.judge({"cmd": "judge", "eval": self.evaluation, "trial": index, "path": str(taken)}, trial=index)
         self.changed_in_place()
         self.checks.append(Check("inputs unchanged", True, "the reference changes them too"
-                                 if self.evaluator.reference_ready()["mutates_inputs"] else ""))  # fmt: skip
+                                 if self.reference.ready()["mutates_inputs"] else ""))  # fmt: skip
         self.checks.append(Check("no replaced torch/timing functions", True))
         self.checks.append(Check("nothing left running after forward", True))
 
     def changed_in_place(self) -> None:
         """The first trial's input objects again after their values, and the parameters, changed in place (as an
         optimizer step changes them): a kernel caching results or converted weights by identity or data_ptr fails."""
-        ready = self.evaluator.ask_reference(
-            {"cmd": "changed", "eval": self.evaluation, "seed": self.seed + 11}, "changed_ready"
-        )
+        ready = self.reference.ask({"cmd": "changed", "eval": self.evaluation, "seed": self.seed + 11}, "changed_ready")
         index = ready["index"]
         if index < 0:
             self.checks.append(Check("inputs and parameters changed in place", True, f"skipped: the reference "
@@ -436,9 +457,7 @@ class CandidateRun:
 
     def judge(self, command: dict[str, Any], trial: int | None = None) -> None:
         with self.host_work("judge"):
-            judged = self.evaluator.ask_reference(
-                {**command, "atol": self.options.atol, "rtol": self.options.rtol}, "judged"
-            )
+            judged = self.reference.ask({**command, "atol": self.options.atol, "rtol": self.options.rtol}, "judged")
         self.checks += [Check(**c) for c in judged["checks"]]
         if judged.get("precision"):
             self.precision = judged["precision"]
@@ -468,13 +487,13 @@ class CandidateRun:
     def measure(self) -> Verdict:
         """Interleaved rounds on the host's schedule: each round's seed and order, and the calls judged after
         every output was committed, come from the host's own secret randomness, never sent ahead."""
-        evaluator, ready = self.evaluator, self.evaluator.reference_ready()
+        reference, ready = self.reference, self.reference.ready()
         device = ready["device"]
         plan = TimingPlan.for_device(device, self.options.timing_trials)
-        sides = ["eager"] + (["compile"] if evaluator.compile_baseline() else [])
+        sides = ["eager"] + (["compile"] if reference.compile_baseline() else [])
         secret = secrets.SystemRandom()
         pool = {"seed": secret.getrandbits(62), "pool_bytes": plan.pool_bytes, "mixing": self.options.near_duplicates}
-        evaluator.ask_reference({"cmd": "pool", "sides": sides, **pool}, "pool_ready")
+        reference.ask({"cmd": "pool", "sides": sides, **pool}, "pool_ready")
         self.worker.send({"cmd": "pool", **pool})
         self.expect("pool_ready")
         warm_seed = secret.getrandbits(62)  # the warm-up's inputs are its own: nothing later can be made in it
@@ -503,10 +522,8 @@ class CandidateRun:
         return self.speed_verdict(results, device, leftover_cpu, secret.getrandbits(62))
 
     def reference_round(self, side: str, number: int, calls: int, seed: int) -> Round:
-        sent = self.evaluator.tell_reference(
-            {"cmd": "round", "side": side, "round": number, "calls": calls, "seed": seed}
-        )
-        arrived = self.evaluator.await_reference("round_done")
+        sent = self.reference.tell({"cmd": "round", "side": side, "round": number, "calls": calls, "seed": seed})
+        arrived = self.reference.await_event("round_done")
         return _round(arrived.event, sent, arrived.at, number, calls, "reference")
 
     def candidate_round(self, number: int, calls: int, seed: int, control: bool = False) -> Round:
@@ -524,7 +541,7 @@ class CandidateRun:
         if reported is not None:
             name = f"round-{number}.kt"
             taken = self.take_output(reported, name, f"eval-{self.evaluation}-{name}")
-            read = self.evaluator.ask_reference({"cmd": "ingest", "round": number, "path": str(taken)}, "ingested")
+            read = self.reference.ask({"cmd": "ingest", "round": number, "path": str(taken)}, "ingested")
             taken.unlink(missing_ok=True)
             if read["calls"] != calls:
                 raise Decided(Verdict(Status.INCORRECT, f"timing round {number}: {read['calls']} outputs were "
@@ -537,7 +554,7 @@ class CandidateRun:
 
     def speed_verdict(self, results: dict[str, Side], device: str, leftover_cpu: list[float], seed: int) -> Verdict:
         candidate, eager = results["candidate"], results["eager"]
-        threads = self.evaluator.reference_ready()["threads"]
+        threads = self.reference.ready()["threads"]
         if (worst := max(leftover_cpu, default=0.0)) > LEFTOVER_CPU_FLOOR_S:
             return Verdict(Status.REJECTED, f"the candidate's processes kept using the CPU ({worst * 1e3:.0f} ms) "
                            "while the reference was being timed")  # fmt: skip
@@ -558,13 +575,13 @@ class CandidateRun:
     def against_the_bound(self, verdict: Verdict, device: str) -> Verdict:
         """Where the timings stand against the speed of light: below the reference's work is a warning,
         below writing the outputs (on CUDA) a rejection."""
-        bound = self.evaluator.bound()
+        bound = self.reference.bound()
         if bound is None:
             return verdict
         verdict.evidence["speed_of_light"] = bound.evidence(verdict.reference_ms, verdict.candidate_ms)
         if verdict.candidate_ms is None:
             return verdict
-        output_bytes = self.evaluator.reference_ready()["output_bytes"]
+        output_bytes = self.reference.ready()["output_bytes"]
         finding = against_the_bound(bound, output_bytes, device, verdict.candidate_ms, verdict.reference_ms)
         if finding is None:
             return verdict

@@ -18,7 +18,7 @@ from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import Verdict, Warning_
 
 if TYPE_CHECKING:
-    from kevin_tui.evaluator.host.candidate_run import CandidateRun
+    from kevin_tui.evaluator.host.candidate_run import HostRun
 
 COMPILED_TRIALS = 2  # the first trials' inputs, so a graph specialised to one call's values shows
 SOURCE = "counted by torch._dynamo.explain in the candidate's own process (informational, not checked)"
@@ -44,7 +44,7 @@ class CompiledEvidence:
         verdict.warnings.append(Warning_("graph_breaks", said[:2000]))
 
 
-def under_compile(run: CandidateRun) -> CompiledEvidence:
+def under_compile(run: HostRun) -> CompiledEvidence:
     """The candidate's ModelNew under torch.compile on the first trials' inputs, each output judged by the
     reference worker; a wrong output or a failure ends the run as "fails under torch.compile: ..."."""
     from kevin_tui.evaluator.host.candidate_run import Decided

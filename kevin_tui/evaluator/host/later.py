@@ -15,7 +15,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kevin_tui.evaluator.evidence import EvidencePart
-from kevin_tui.evaluator.host.candidate_run import CandidateRun, Decided, ReferenceLost
+from kevin_tui.evaluator.host.candidate_run import Decided, HostRun
+from kevin_tui.evaluator.host.reference import ReferenceLost
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerTimeout, kill_workers_under
 from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import Status, Verdict, Warning_
@@ -29,7 +30,7 @@ BROKEN = (Decided, WorkerGone, WorkerTimeout, ProtocolViolation, ReferenceLost)
 class CandidateEvidence:
     """The `LaterEvidence` of one correct verdict of the local evaluator."""
 
-    def __init__(self, evaluator: Evaluator, run: CandidateRun, parts: list[str], done: Callable[[bool], None]) -> None:
+    def __init__(self, evaluator: Evaluator, run: HostRun, parts: list[str], done: Callable[[bool], None]) -> None:
         self.evaluator, self.run = evaluator, run
         self._parts = list(parts)
         self._done = done  # the candidate's worker is finished with: kill it, start the spare (or not)

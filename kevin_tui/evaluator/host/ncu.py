@@ -14,19 +14,18 @@ import os
 import re
 import subprocess
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from kevin_tui.evaluator.host.candidate_run import CandidateRun, Decided, ReferenceLost
+from kevin_tui.evaluator.host.candidate_run import Decided, OpenToolRun
+from kevin_tui.evaluator.host.reference import ReferenceLost
 from kevin_tui.evaluator.host.tools import find_tool, install_binds, read_log
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerTimeout
 from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import EnvironmentProblem
 
-if TYPE_CHECKING:
-    from kevin_tui.evaluator.host.evaluator import Evaluator
-
 RANGE = "kevin-forward"  # the NVTX range the worker opens around the profiled call
+LOG = "ncu.csv"  # in the pass's scratch
 MAX_KERNELS = 12
 MAX_LOG_BYTES = 8 << 20
 TIMEOUT_S = 300.0
@@ -112,6 +111,10 @@ def command_prefix(ncu: str, log: Path) -> list[str]:
     ]  # fmt: skip
 
 
+def scratch_prefix(ncu: str, scratch: Path) -> list[str]:
+    return command_prefix(ncu, scratch / LOG)
+
+
 def _number(text: str) -> float | None:
     try:
         return float(text.replace(",", ""))
@@ -191,14 +194,13 @@ def evidence_lines(entry: dict) -> list[str]:
     return [KernelDigest(**kernel).line() for kernel in entry.get("kernels", [])]
 
 
-def ncu_pass(evaluator: Evaluator, tool: str, inputs: bytes, source: str, scratch: Path | None = None) -> dict:
+def ncu_pass(open_run: OpenToolRun, tool: str, inputs: bytes, source: str, scratch: Path | None = None) -> dict:
     """Run the (already correct) candidate once more under ncu, in a fresh sandboxed worker (in `scratch`: a
     caller that may cancel it kills what runs there), on the first trial's inputs; its builds come from the
     cache. The `ncu` evidence entry."""
-    scratch = scratch or evaluator.scratch / f"ncu-{next(evaluator.counter)}"
-    log = scratch / "ncu.csv"
-    worker, _ = evaluator.spawn_candidate_worker(scratch, command_prefix(tool, log), install_binds(tool))
-    run = CandidateRun(evaluator, worker, scratch, source, evaluation=next(evaluator.counter))
+    run = open_run("ncu", source, partial(scratch_prefix, tool), install_binds(tool), scratch=scratch)
+    worker, scratch = run.worker, run.scratch
+    log = scratch / LOG
     try:
         run.files.write("candidate.py", source.encode())
         run.files.write("in-0.kt", inputs)

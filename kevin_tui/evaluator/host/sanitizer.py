@@ -16,24 +16,24 @@ import os
 import re
 import subprocess
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kevin_tui.evaluator.host.candidate_run import CandidateRun, Decided, ReferenceLost
+from kevin_tui.evaluator.host.candidate_run import Decided, OpenToolRun
+from kevin_tui.evaluator.host.reference import ReferenceLost
 from kevin_tui.evaluator.host.scratch import WorkerFiles
 from kevin_tui.evaluator.host.tools import find_tool, install_binds, read_log
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerTimeout
 from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import EnvironmentProblem, Status, Verdict
 
-if TYPE_CHECKING:
-    from kevin_tui.evaluator.host.evaluator import Evaluator
-
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 AT_ACCEPT = "accept"  # the default choice: every tool, at accept time only
 MAX_LOG_BYTES = 4 << 20
 EXIT_TIMEOUT_S = 300.0
 PREFIX = "========="
+LOG = "sanitizer.log"  # in the tool's run's scratch
 NOT_FINDINGS = ("COMPUTE-SANITIZER", "ERROR SUMMARY", "RACECHECK SUMMARY", "LEAK SUMMARY", "Target application",
                 "Saved host backtrace", "Host Frame", "Device Frame", "Warning: Race")  # fmt: skip
 WORKER_ENV = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
@@ -79,6 +79,10 @@ def command_prefix(sanitizer: str, tool: str, log: Path) -> list[str]:
     runtime with calls that fail on purpose, and a kernel's fault is reported at the kernel."""
     return [sanitizer, "--tool", tool, "--target-processes", "all", "--report-api-errors", "no",
             "--show-backtrace", "device", "--print-limit", "20", "--log-file", str(log)]  # fmt: skip
+
+
+def scratch_prefix(sanitizer: str, tool: str, scratch: Path) -> list[str]:
+    return command_prefix(sanitizer, tool, scratch / LOG)
 
 
 @dataclass
@@ -179,9 +183,7 @@ def apply(verdict: Verdict, result: dict[str, Any]) -> None:
     """Record the pass as evidence; a finding makes a correct verdict incorrect, with the first one."""
     verdict.evidence["sanitizer"] = result
     if verdict.status is Status.CORRECT and (finding := first_finding(result)):
-        verdict.details["unsanitized_status"] = verdict.status.value
-        verdict.status, verdict.message = Status.INCORRECT, finding.describe()
-        verdict.speedup = verdict.speedup_compile = verdict.speedup_interval = None
+        verdict.overrule(Status.INCORRECT, finding.describe(), "unsanitized_status")
 
 
 def summary(result: dict[str, Any]) -> str:
@@ -199,14 +201,12 @@ def summary(result: dict[str, Any]) -> str:
     return text
 
 
-def run_tool(evaluator: Evaluator, sanitizer: str, tool: str, inputs: Path, source: str) -> dict[str, Any]:
+def run_tool(open_run: OpenToolRun, sanitizer: str, tool: str, inputs: Path, source: str) -> dict[str, Any]:
     """One forward call under one tool, in a fresh sandboxed worker."""
-    scratch = evaluator.scratch / f"sanitize-{tool}-{next(evaluator.counter)}"
-    log = scratch / "sanitizer.log"
-    worker, _ = evaluator.spawn_candidate_worker(
-        scratch, command_prefix(sanitizer, tool, log), install_binds(sanitizer), WORKER_ENV
-    )
-    run = CandidateRun(evaluator, worker, scratch, source, evaluation=next(evaluator.counter))
+    run = open_run(f"sanitize-{tool}", source, partial(scratch_prefix, sanitizer, tool), install_binds(sanitizer),
+                   WORKER_ENV)  # fmt: skip
+    worker, scratch = run.worker, run.scratch
+    log = scratch / LOG
     failure = None
     try:
         run.files.write("candidate.py", source.encode())
@@ -229,11 +229,11 @@ def run_tool(evaluator: Evaluator, sanitizer: str, tool: str, inputs: Path, sour
     return tool_result(log, tool, failure)
 
 
-def sanitize_pass(evaluator: Evaluator, sanitizer: str, tools: tuple[str, ...], inputs: Path, source: str) -> dict:
+def sanitize_pass(open_run: OpenToolRun, sanitizer: str, tools: tuple[str, ...], inputs: Path, source: str) -> dict:
     """Every tool in turn; stops at the first that finds something (one finding decides)."""
     results: dict[str, Any] = {}
     for tool in tools:
-        results[tool] = run_tool(evaluator, sanitizer, tool, inputs, source)
+        results[tool] = run_tool(open_run, sanitizer, tool, inputs, source)
         if results[tool]["findings"]:
             break
     return {"tools": results}

@@ -30,10 +30,8 @@ import sysconfig
 from functools import cache
 from pathlib import Path
 
+from kevin_tui.evaluator.header_cache import COMPILED, HEADER, HEADER_TEXT, LOCK
 from kevin_tui.evaluator.worker.common import log_stage
-
-HEADER = "torch_extension_pch.h"
-HEADER_TEXT = "#include <torch/extension.h>\n"
 
 
 def cxx_compiler() -> str:
@@ -82,7 +80,7 @@ def pch_key(extra_cflags: list[str], include_paths: list[str]) -> str:
         return ""
     import torch
 
-    probe = pch_command(Path(HEADER), Path(HEADER + ".gch"), pch_relevant(extra_cflags), include_paths)
+    probe = pch_command(Path(HEADER), Path(COMPILED), pch_relevant(extra_cflags), include_paths)
     return hashlib.sha256(f"{torch.__version__}\0{shlex.join(probe)}".encode()).hexdigest()[:20]
 
 
@@ -91,7 +89,7 @@ def build_pch(directory: Path, extra_cflags: list[str], include_paths: list[str]
     header = directory / HEADER
     header.write_text(HEADER_TEXT)
     log_stage("precompiling torch/extension.h for these compiler flags (once per flag set, about a minute)")
-    command = pch_command(header, directory / (HEADER + ".gch"), pch_relevant(extra_cflags), include_paths)
+    command = pch_command(header, directory / COMPILED, pch_relevant(extra_cflags), include_paths)
     result = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if result.returncode != 0:
         return f"no precompiled header ({result.stderr[-500:]})"
@@ -107,10 +105,10 @@ def pch_flags(store: Path, key: str) -> list[str]:
     under a shared lock so that it is not evicted during this build; [] when there is none."""
     directory = store / key
     header = directory / HEADER
-    if not key or not (directory / (HEADER + ".gch")).is_file():
+    if not key or not (directory / COMPILED).is_file():
         return []
     try:
-        lock = open(directory / ".lock")  # noqa: SIM115  held for the rest of this build
+        lock = open(directory / LOCK)  # noqa: SIM115  held for the rest of this build
     except OSError:
         return []
     fcntl.flock(lock, fcntl.LOCK_SH)

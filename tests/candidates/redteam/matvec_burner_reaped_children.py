@@ -22,7 +22,7 @@
     slowed to 54.8 ms, +41%): the headline speedup is inflated ~1.2x; on 2 loaded cores the
     interval may or may not exclude 1.0.
 (4) Weakness: kevin_tui/processes.py cpu_seconds (live processes only, utime+stime, no cutime/cstime,
-    no cgroup cpu.stat) used by CandidateRun.measure's leftover_cpu check
+    no cgroup cpu.stat) used by HostRun.measure's leftover_cpu check
     (host/candidate_run.py, LEFTOVER_CPU_SHARE 25% of the window + LEFTOVER_CPU_FLOOR_S 20 ms free);
     worker/guards.py LeftoverGuard only compares children against those alive when a step began.
 """

@@ -1,6 +1,6 @@
 """Trust3 attack (protocol): make the unsandboxed host move a file it names. For the trials at other
 sizes (index 7 and up with the default 5 trials and 2 near-duplicates) it reports, instead of its
-own output file, /tmp/kevin-trust3-victim-<uid>.txt: `CandidateRun.shape_result` took any path it was
+own output file, /tmp/kevin-trust3-victim-<uid>.txt: `HostRun.shape_result` took any path it was
 told, moved it into the host's inbox and deleted it when the evaluator closed. (The sandbox cannot
 see that file; the host can.)
 
