@@ -55,8 +55,7 @@ def reusable(spec: dict[str, Any]) -> bool:
     ):
         return False
     text = "\n".join(spec.get("cpp_sources") or []).replace("\\\n", "")
-    allowed = {m.start(): m.end() for m in ANGLE_INCLUDE.finditer(text)}
-    spans = [(start, end) for start, end in allowed.items()]
+    spans = [m.span() for m in ANGLE_INCLUDE.finditer(text)]
     return all(any(start <= m.start() < end for start, end in spans) for m in INCLUDE_WORDS.finditer(text))
 
 
