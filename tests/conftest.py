@@ -96,15 +96,18 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     FILE_TIMES[name] = FILE_TIMES.get(name, 0.0) + report.duration
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """The controller (or the only process) records this run's per-file seconds for the next run's order."""
-    if hasattr(session.config, "workerinput") or not FILE_TIMES:
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The controller (or the only process) of a whole run (the README's command: every file, no -k or -m,
+    not stopped early) records each file's seconds for the next run's order."""
+    config = session.config
+    whole = config.args_source is pytest.Config.ArgsSource.TESTPATHS and not config.option.keyword
+    whole = whole and not config.option.markexpr and not (session.shouldfail or session.shouldstop)
+    if hasattr(config, "workerinput") or not whole or exitstatus not in (0, 1) or not FILE_TIMES:
         return
-    known = {**recorded_file_seconds(), **{name: round(seconds, 1) for name, seconds in FILE_TIMES.items()}}
     path = file_seconds_path()
     fresh = path.with_suffix(f".{os.getpid()}.tmp")
     try:
-        fresh.write_text(json.dumps(known, indent=1, sort_keys=True))
+        fresh.write_text(json.dumps({name: round(s, 1) for name, s in sorted(FILE_TIMES.items())}, indent=1))
         fresh.replace(path)
     except OSError:
         fresh.unlink(missing_ok=True)
