@@ -219,9 +219,9 @@ class Evaluator:
         return HostRun(self.run_context, worker, scratch, source, evaluation=next(self.counter))
 
     def _take_candidate_worker(self) -> tuple[WorkerProcess, Path]:
-        """The spare worker (torch already imported) if it is alive, else a new one; once it has started, the
-        next spare starts, so that it is ready for the next candidate (its start overlaps this one's build and
-        checks; timings pause it). A worker serves one candidate: a spare never ran a command before."""
+        """The spare worker (torch already imported) if it is alive, else a new one; and the next spare starts
+        now, so that its start overlaps this one's (when this one is not ready yet: the other core), its build
+        and its checks (timings pause it). A worker serves one candidate: a spare never ran a command before."""
         spare, self._spare = self._spare, None
         if spare is not None and spare[0].alive():
             spare[0].claim()
@@ -230,7 +230,6 @@ class Evaluator:
             if spare is not None:
                 spare[0].kill()
             taken = self.spawn_candidate_worker()
-        taken[0].wait_started(self.options.reference_timeout_s)  # one start at a time: the next waits for this
         self._start_spare()
         return taken
 
