@@ -88,7 +88,9 @@ def pause_tree(root: int, settle_s: float = 2.0) -> list[int]:
     runs our own code (a spare worker before its first command): a process that keeps forking faster than
     the walk, or blocks SIGSTOP's delivery, could outrun it, which costs a timing's quiet, never a kill."""
     held: dict[int, int] = {}
-    while new := [pid for pid in descendants(root) if pid not in held]:
+    seen: set[int] = set()  # tried once each, held or not (gone, or not below root after all)
+    while new := [pid for pid in descendants(root) if pid not in seen]:
+        seen.update(new)
         for pid in new:
             try:
                 fd = os.pidfd_open(pid)
