@@ -83,6 +83,7 @@ class Round:
     synced_ms: list[float] | None
     window_ms: float  # host clock, from the command to the reply
     cpu_s: float | None = None  # CPU time the worker's processes used in the window (host-read)
+    threads: int = 0  # the threads the reference runs with, when this round's CPU time beyond them is charged
 
     @property
     def calls(self) -> int:
@@ -94,8 +95,17 @@ class Round:
         return sum(self.synced_ms if self.synced_ms is not None else self.samples_ms)
 
     @property
+    def charged_ms(self) -> float:
+        """The host's window, or the CPU time the worker's processes used in it spread over the reference's
+        threads when that is more: work moved onto other cores (the loop's own input building done ahead
+        by a thread, the kernel split over more cores than the reference has) is charged, not free."""
+        if self.cpu_s is None or self.threads <= 0:
+            return self.window_ms
+        return max(self.window_ms, self.cpu_s * 1e3 / self.threads)
+
+    @property
     def host_per_call_ms(self) -> float:
-        return self.window_ms / self.calls
+        return self.charged_ms / self.calls
 
     @property
     def outside_ms_per_call(self) -> float:
@@ -201,11 +211,11 @@ def speedup_interval(reference: Side, candidate: Side, seed: int = 0) -> tuple[f
 
 
 def headline(point: float, interval: tuple[float, float]) -> float:
-    """The speedup to report and rank by: inside the (widened) interval, and 1.0 when it holds 1.0."""
+    """The speedup to report and rank by: never above the point estimate nor the (widened) interval, and
+    at most 1.0 when the interval holds 1.0. A wider interval (noise, a control the candidate slowed in its
+    own process) only ever lowers it: a kernel measured at 0.5x reads 0.5x, never "1.0" for being noisy."""
     low, high = interval
-    if low <= 1.0 <= high:
-        return 1.0
-    return min(max(point, low), high)
+    return min(point, 1.0 if low <= 1.0 <= high else high)
 
 
 def process_bias(reference: Side, candidate: Side) -> float:

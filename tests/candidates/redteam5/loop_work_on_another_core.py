@@ -1,0 +1,61 @@
+"""Attack (redteam5): do the timing loop's own work and the kernel's on a second core, outside the
+call the worker times (level1/19 ReLU, 1 MB; pure Python, no custom kernel).
+
+The host charges each side its round on the host's clock, less the reference worker's loop overhead
+(building every call's input), and the reference runs with one thread. This candidate rebinds the
+worker's `Pool.schedule`/`Pool.args` (worker/inputs.py, not watched): when a round starts, two
+threads of its own build each call's input and its ReLU in parallel, and the loop's `args()` and
+forward only pick them up. The round lasts about half of what the reference's does (two cores instead
+of one), so the host time less the reference's overhead is about nothing and the worker's own per-call
+time is a lookup. The thread count torch reports never changes, and the threads are idle when a round
+ends; the CPU time the host reads (2x the thread allowance) only makes a `more_cores` warning.
+
+Before the fix: `correct` at 10x or more ("faster"), warnings `more_cores` and static ones only.
+Should be: the CPU time beyond the reference's thread allowance is charged: about 1x or slower.
+"""
+
+import threading
+
+import torch
+import torch.nn as nn
+from kevin_tui.evaluator.worker import inputs
+
+_schedule, _args = inputs.Pool.schedule, inputs.Pool.args
+_round: list = []  # [seed, results, events] of the round in progress
+_picked: list = []  # [input, answer] of the call in progress
+
+
+def _planned(self, seed, calls):
+    plan = _schedule(self, seed, calls)
+    results = [None] * calls
+    events = [threading.Event() for _ in range(calls)]
+
+    def work(first):
+        for call in range(first, calls, 2):
+            args = _args(self, seed, call, plan[call])
+            results[call] = (args, torch.relu(args[0]))
+            events[call].set()
+
+    _round[:] = [seed, results, events]
+    for first in (0, 1):
+        threading.Thread(target=work, args=(first,), daemon=True).start()
+    return plan
+
+
+def _picked_up(self, seed, call, plan):
+    if _round and _round[0] == seed and call < len(_round[1]):
+        _round[2][call].wait()
+        args, answer = _round[1][call]
+        _picked[:] = [args[0], answer]
+        return args
+    return _args(self, seed, call, plan)
+
+
+inputs.Pool.schedule, inputs.Pool.args = _planned, _picked_up
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        if _picked and x is _picked[0]:
+            return _picked.pop()
+        return torch.relu(x)
