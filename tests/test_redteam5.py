@@ -10,7 +10,7 @@ import pytest
 from kevin_tui import kernelbench
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.evaluator.host.bindings import reusable
-from kevin_tui.evaluator.host.static_checks import run_static_checks
+from kevin_tui.evaluator.host.static_checks import cpp_torch_compute, run_static_checks
 from kevin_tui.evaluator.host.timing import Round, Side, headline, host_speedup, speedup_interval
 from kevin_tui.problem import load_problem
 from tests.conftest import CANDIDATES
@@ -77,6 +77,18 @@ def test_pytorch_compute_in_the_cpp_source_is_a_finding(name, named):
 
 def test_an_honest_cpp_kernel_using_torch_helpers_is_no_finding():
     assert run_static_checks(redteam5("honest_cpp_with_torch_helpers")) == []
+    operator = """
+    at::Tensor relu_op(const at::Tensor& x) {
+        at::AutoDispatchBelowADInplaceOrView guard;
+        auto out = torch::empty_like(x);
+        float* o = out.data_ptr<float>();  // at::relu(x) would do: this writes it by hand
+        for (int64_t i = 0; i < x.numel(); ++i) o[i] = std::max(x.data_ptr<float>()[i], 0.f);
+        return out;
+    }
+    TORCH_LIBRARY(rt5, m) { m.def("relu(Tensor x) -> Tensor", relu_op); }
+    """
+    assert cpp_torch_compute(operator) == []
+    assert cpp_torch_compute(operator.replace("auto out = torch::empty_like(x);", "auto out = at::relu(x);"))
 
 
 def test_library_attributes_assigned_in_one_tuple_are_a_monkey_patch():

@@ -73,8 +73,8 @@ CPP_METHODS = TENSOR_METHODS | {"add", "sub", "mul", "div", "pow", "addmm", "add
 CPP_CALL = re.compile(r"\b(?:at|torch)((?:::\w+)+)\s*(?:<[^<>;(){}]*>)?\s*\(")
 CPP_METHOD = re.compile(r"(?:\.|->)\s*(\w+)\s*\(")
 CPP_DISPATCH = re.compile(
-    r"\b(?:Exclude|Include)DispatchKey(?:Set)?Guard\b|\bAutoDispatch\w*|\bDispatchKey::Python\w*"
-    r"|\bDispatcher::singleton\b|\bfindSchema\w*|\bredispatch\w*|\bDisableTorchFunction\w*|\bTORCH_LIBRARY\w*"
+    r"\b(?:Exclude|Include)DispatchKey(?:Set)?Guard\b|\bDispatchKey::Python\w*|\bDispatcher::singleton\b"
+    r"|\bfindSchema\w*|\bredispatch\w*|\bDisableTorchFunction\w*"
 )
 
 
