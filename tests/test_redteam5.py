@@ -154,4 +154,7 @@ def test_the_timing_loops_input_mixing_cannot_carry_the_kernel(timed):
 def test_a_slow_kernels_headline_is_never_above_what_the_host_measured(timed, name):
     verdict = timed.evaluate(redteam5(name))
     assert verdict.status is Status.CORRECT, verdict.message
-    assert verdict.speedup is not None and verdict.speedup <= verdict.details["measured_speedup"] + 1e-4  # (rounded)
+    low = verdict.speedup_interval[0]
+    measured = verdict.details["measured_speedup"]
+    assert verdict.speedup is not None and verdict.speedup <= max(measured, low) + 1e-4  # (measured is rounded)
+    assert verdict.speedup < 1.0 or measured >= 1.0  # a slow measurement never reads as 1.0
