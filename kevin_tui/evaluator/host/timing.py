@@ -32,7 +32,6 @@ CPU_ROUND_S, CUDA_ROUND_S = 0.03, 0.01
 MAX_CALLS, MIN_CALLS = 200, 3
 JUDGED_PER_ROUND = 3
 OUTPUT_BYTES_PER_ROUND = 16 << 20  # the round's outputs, kept until judged: more, and the allocator behaves differently
-POOL_BYTES = 256 << 20
 BOOTSTRAP_RESAMPLES = 1000
 # Time outside the reported calls may exceed the reference's own loop overhead by this share of the
 # candidate's reported per-call time plus this share of that overhead (the processes' allocators, caches
@@ -52,7 +51,6 @@ LEAST_MS = 1e-9
 class TimingPlan:
     rounds: int
     warmup_calls: int = 3
-    pool_bytes: int = POOL_BYTES
     fixed_calls: int | None = None  # from --timing-trials: calls per round, not adapted
 
     @classmethod
