@@ -532,7 +532,7 @@ class HostRun:
         sent = self.worker.send({"cmd": "round", "round": number, "calls": calls, "seed": seed, "control": control})
         arrived = self.expect_arrival("round_done")
         round_ = _round(arrived.event, sent, arrived.at, number, calls, "candidate")
-        round_.cpu_s = self.worker.cpu_seconds() - before
+        round_.cpu_s, round_.threads = self.worker.cpu_seconds() - before, self.reference.ready()["threads"]
         reported = arrived.event["path"]
         if control != (reported is None):
             raise ProtocolViolation(f"round_done of a {'control' if control else 'main'} round with path "

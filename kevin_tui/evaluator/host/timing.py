@@ -2,13 +2,15 @@
 
 The reference and the candidate are timed in alternating rounds, in an order the host draws from its
 own secret each round, so whatever else the machine is doing lands on both. Every round has its own
-seed, sent with the command, that decides all its inputs (see worker/inputs.py), and every call's
-output is committed by a digest in `round_done` before the host names the calls it judges.
+seed, sent with the command, from which every call draws a fresh sample of the problem's inputs
+inside the round (see worker/inputs.py), and every call's output is committed before the host names
+the calls it judges.
 
 The speedup is the host's: each side's round time per call (the host's clock from the command to the
-reply), less the reference worker's own loop overhead (the least, over rounds, of its round time
-outside the calls it reported: that worker is trusted and runs the very same loop). Whatever the
-candidate does inside its round, in the call, in the loop or in a thread, is charged; its own
+reply), less the reference worker's own loop overhead (the median, over rounds, of its round time
+outside the calls it reported: drawing each call's inputs, keeping its output, the command itself;
+that worker is trusted and runs the very same loop on the very same inputs). Whatever the candidate
+does inside its round, in the call, in the loop (its drawing included) or in a thread, is charged; its own
 per-call times are detail, and times much shorter than the host's clock saw are refused as forged.
 The interval comes from a bootstrap over paired rounds. Two processes also differ by themselves (where
 their memory landed, their caches): the candidate's worker also runs the reference model over the
@@ -81,10 +83,20 @@ class Round:
     synced_ms: list[float] | None
     window_ms: float  # host clock, from the command to the reply
     cpu_s: float | None = None  # CPU time the worker's processes used in the window (host-read)
+    threads: int = 1  # the threads the worker was given
 
     @property
     def calls(self) -> int:
         return len(self.samples_ms)
+
+    @property
+    def charged_ms(self) -> float:
+        """The round's time on the host's clock, but never less than the CPU time its processes used spread
+        over the threads they were given: work done on spare cores beside the loop (drawing the next call's
+        inputs while this one computes) is charged as if it had waited its turn."""
+        if self.cpu_s is None:
+            return self.window_ms
+        return max(self.window_ms, self.cpu_s * 1e3 / self.threads)
 
     @property
     def reported_ms(self) -> float:
@@ -93,11 +105,11 @@ class Round:
 
     @property
     def host_per_call_ms(self) -> float:
-        return self.window_ms / self.calls
+        return self.charged_ms / self.calls
 
     @property
     def outside_ms_per_call(self) -> float:
-        return max(0.0, self.window_ms - self.reported_ms) / self.calls
+        return max(0.0, self.charged_ms - self.reported_ms) / self.calls
 
 
 @dataclass
