@@ -498,7 +498,8 @@ class HostRun:
         warm_seed = secret.getrandbits(62)  # the warm-up's inputs are its own: nothing later can be made in it
         warm = {side: self.reference_round(side, 0, plan.warmup_calls, warm_seed) for side in sides}
         warm["candidate"] = self.candidate_round(0, plan.warmup_calls, warm_seed)
-        slowest = 2 * max(min(r.samples_ms) for r in warm.values())  # the loop's own work: about as much again
+        # a call and the loop's own work around it (drawing its inputs: often more than a short kernel)
+        slowest = max(min(r.samples_ms) + r.outside_ms_per_call for r in warm.values())
         calls = plan.calls_per_round(device, slowest, ready["output_bytes"])
         results = {side: Side() for side in [*sides, "candidate"]}
         leftover_cpu: list[float] = []

@@ -64,7 +64,8 @@ class TimingPlan:
         return cls(rounds)
 
     def calls_per_round(self, device: str, per_call_ms: float, output_bytes: int) -> int:
-        """Enough calls for a round to last ~30 ms (CPU) / 10 ms (CUDA), within the memory for outputs; with
+        """Enough calls for a round to last ~30 ms (CPU) / 10 ms (CUDA) at `per_call_ms` (a call and the loop's
+        work around it, on the host's clock), within the memory for outputs; with
         --timing-trials, that many but never a round shorter than a third of that (the host's clock times
         whole rounds: a round of a few short calls would be mostly the command's own latency)."""
         target = CUDA_ROUND_S if device.startswith("cuda") else CPU_ROUND_S
