@@ -188,7 +188,7 @@ def timed_relu(build_cache, relu_problem):
 
 
 def test_rebinding_the_problems_get_inputs_does_not_change_the_timed_inputs(timed_relu):
-    """The timing pool was drawn with the problem module's `get_inputs` as the candidate left it."""
+    """The timed inputs were drawn with the problem module's `get_inputs` as the candidate left it."""
     verdict = timed_relu.evaluate(redteam4("rebind_get_inputs"))
     assert verdict.status is Status.CORRECT, verdict.message
 

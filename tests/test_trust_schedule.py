@@ -133,8 +133,8 @@ def test_work_done_on_spare_cores_beside_the_loop_is_charged():
     assert host_speedup(reference, Side(ahead)) == pytest.approx(1.0)
     ahead_uncounted = [Round(r.samples_ms, None, r.window_ms) for r in ahead]
     assert host_speedup(reference, Side(ahead_uncounted)) > 100  # what the wall clock alone made of it
-    honest = [Round([kernel] * calls, None, calls * (kernel + draw), cpu_s=0.9 * calls * (kernel + draw) / 1e3)]
-    assert honest[0].charged_ms == honest[0].window_ms
+    honest = Round([kernel] * calls, None, calls * (kernel + draw), cpu_s=0.9 * calls * (kernel + draw) / 1e3)
+    assert honest.charged_ms == honest.window_ms
     two_threads = Round([kernel] * calls, None, 10.0, cpu_s=0.03, threads=2)
     assert two_threads.charged_ms == pytest.approx(15.0)
 
