@@ -13,7 +13,7 @@ import torch
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.evaluator.host.speed_of_light import Bound, against_the_bound, gpu_peaks
-from kevin_tui.evaluator.host.timing import Round, Side, host_speedup
+from kevin_tui.evaluator.host.timing import Round, Side, clock_check, host_speedup
 from kevin_tui.evaluator.worker.inputs import TimedInputs, call_seed, sample
 from kevin_tui.evaluator.worker.judge import compare_output
 from kevin_tui.evaluator.worker.timing_loop import Timer
@@ -137,6 +137,8 @@ def test_work_done_on_spare_cores_beside_the_loop_is_charged():
     assert honest.charged_ms == honest.window_ms
     two_threads = Round([kernel] * calls, None, 10.0, cpu_s=0.03, threads=2)
     assert two_threads.charged_ms == pytest.approx(15.0)
+    busy = [Round([10.0] * 3, None, 3 * (10.0 + draw), cpu_s=3 * (40.0 + draw) / 1e3) for _ in range(5)]
+    assert clock_check(Side(busy), reference).problem() is None  # more cores than given: charged, not "forged"
 
 
 def test_a_python_float_is_judged_with_the_dtypes_tolerance():

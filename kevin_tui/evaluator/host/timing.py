@@ -110,7 +110,9 @@ class Round:
 
     @property
     def outside_ms_per_call(self) -> float:
-        return max(0.0, self.charged_ms - self.reported_ms) / self.calls
+        """Wall-clock time per call outside the reported calls (what the clock check compares: CPU time
+        spent on more cores than given is charged to the speedup, not taken for a forged report)."""
+        return max(0.0, self.window_ms - self.reported_ms) / self.calls
 
 
 @dataclass
@@ -186,7 +188,7 @@ def clock_check(candidate: Side, reference: Side) -> ClockCheck:
     per_call = statistics.median(candidate.samples())
     return ClockCheck(
         per_call_ms=per_call,
-        host_per_call_ms=statistics.median(r.host_per_call_ms for r in candidate.rounds),
+        host_per_call_ms=statistics.median(r.window_ms / r.calls for r in candidate.rounds),
         outside_ms=min(r.outside_ms_per_call for r in candidate.rounds),
         reference_outside_ms=ref_outside,
         allowed_ms=EXCESS_SHARE * per_call + OVERHEAD_SHARE * ref_outside,
