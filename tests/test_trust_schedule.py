@@ -141,6 +141,19 @@ def test_work_done_on_spare_cores_beside_the_loop_is_charged():
     assert clock_check(Side(busy), reference).problem() is None  # more cores than given: charged, not "forged"
 
 
+def test_the_clock_check_allows_a_slower_process_loop_but_not_a_forged_call_time():
+    """An honest 0.006 ms kernel on a machine at load 8 (`honest_float_scalar`, rejected twice in a row
+    under the old allowance): its loop took 0.074 ms per call outside the calls against the reference's
+    0.031 ms, and its process ran the reference's own model 1.16x slower. That is the processes differing,
+    not a lie; a call reported as 0 ms while the host saw 1 ms per call is one."""
+    reference = Side([Round([0.006] * 20, None, 20 * (0.006 + 0.031)) for _ in range(5)])
+    controls = [Round([0.006] * 20, None, 1.16 * 20 * (0.006 + 0.031)) for _ in range(5)]
+    honest = Side([Round([0.0063] * 20, None, 20 * (0.0063 + 0.074)) for _ in range(5)], controls)
+    assert clock_check(honest, reference).problem() is None
+    forged = Side([Round([0.0] * 20, None, 20 * (1.0 + 0.031)) for _ in range(5)], controls)
+    assert "host's clock saw" in (clock_check(forged, reference).problem() or "")
+
+
 def test_a_python_float_is_judged_with_the_dtypes_tolerance():
     assert compare_output(1000.0, 1000.0 + 1e-5, "cpu", None, None) is None
     assert "expected 1000.0" in compare_output(1000.0, 1001.0, "cpu", None, None)["reason"]
