@@ -495,14 +495,14 @@ class HostRun:
         plan = TimingPlan.for_device(device, self.options.timing_trials)
         sides = ["eager"] + (["compile"] if reference.compile_baseline() else [])
         secret = secrets.SystemRandom()
-        pool = {"seed": secret.getrandbits(62), "pool_bytes": plan.pool_bytes, "mixing": self.options.near_duplicates}
-        reference.ask({"cmd": "pool", "sides": sides, **pool}, "pool_ready")
-        self.worker.send({"cmd": "pool", **pool})
-        self.expect("pool_ready")
+        reference.ask({"cmd": "timer", "sides": sides}, "timer_ready")
+        self.worker.send({"cmd": "timer"})
+        self.expect("timer_ready")
         warm_seed = secret.getrandbits(62)  # the warm-up's inputs are its own: nothing later can be made in it
         warm = {side: self.reference_round(side, 0, plan.warmup_calls, warm_seed) for side in sides}
         warm["candidate"] = self.candidate_round(0, plan.warmup_calls, warm_seed)
-        slowest = 2 * max(min(r.samples_ms) for r in warm.values())  # the loop's own work: about as much again
+        # a call and the loop's own work around it (drawing its inputs: often more than a short kernel)
+        slowest = max(min(r.samples_ms) + r.outside_ms_per_call for r in warm.values())
         calls = plan.calls_per_round(device, slowest, ready["output_bytes"])
         results = {side: Side() for side in [*sides, "candidate"]}
         leftover_cpu: list[float] = []
