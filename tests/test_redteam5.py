@@ -1,18 +1,18 @@
 """Attacks a fifth red team wrote against the evaluator as it was after the fourth
 (tests/candidates/redteam5/, each file's docstring says the attack and the verdict it got before the fix).
-The evaluations share one module-scoped evaluator per mode; the rest checks the host's rules directly.
-Those still open are in the README's "not prevented" list and are not asserted here."""
+The --strict evaluations share conftest's module-scoped evaluator; the timing attacks are checked on the
+host's rules directly (on the loaded CI machine a timed evaluation's point estimate is noise). The fused
+input-mixing attack (mixing_fused_into_the_kernel.py) is closed by the fresh per-call timed inputs: the
+`torch.lerp` it rebinds is no longer called."""
 
 from __future__ import annotations
 
 import pytest
 
-from kevin_tui import kernelbench
-from kevin_tui.evaluator import EvalOptions, Evaluator, Status
+from kevin_tui.evaluator import Status
 from kevin_tui.evaluator.host.bindings import reusable
 from kevin_tui.evaluator.host.static_checks import cpp_torch_compute, run_static_checks
 from kevin_tui.evaluator.host.timing import Round, Side, headline, host_speedup, speedup_interval
-from kevin_tui.problem import load_problem
 from tests.conftest import CANDIDATES
 
 REDTEAM5 = CANDIDATES / "redteam5"
@@ -126,30 +126,3 @@ def test_strict_reads_the_extension(strict, name, expected):
     assert verdict.status is expected, verdict.message
     if expected is Status.REJECTED:
         assert "torch_compute_ops" in verdict.message and "torch_compute_in_extension" in verdict.message
-
-
-@pytest.fixture(scope="module")
-def timed(build_cache):
-    """Timed, on ReLU: the headline attacks."""
-    problem = load_problem(kernelbench.resolve_one("kernelbench:level1/19"))
-    options = EvalOptions(device="cpu", shapes="off", profile=False, cache_dir=build_cache)
-    with Evaluator(problem, options) as evaluator:
-        yield evaluator
-
-
-def test_the_timing_loops_input_building_cannot_carry_the_kernel(timed):
-    """mixing_fused_into_the_kernel.py: `torch.lerp` rebound to compute relu(mix) in one pass, as cheap
-    as the loop's own mixing of pool entries that the host subtracts as the reference's overhead:
-    `correct` at 70x before the timed inputs became fresh samples drawn in the round (nothing to fuse into)."""
-    verdict = timed.evaluate(redteam5("mixing_fused_into_the_kernel"))
-    assert not (verdict.status is Status.CORRECT and (verdict.speedup or 0.0) > 1.5), verdict.message
-
-
-def test_a_slow_kernels_headline_is_never_above_what_the_host_measured(timed):
-    """slowed_control.py end to end (its honest twin's rule is asserted in tests/test_trust_schedule.py)."""
-    verdict = timed.evaluate(redteam5("slowed_control"))
-    assert verdict.status is Status.CORRECT, verdict.message
-    low = verdict.speedup_interval[0]
-    measured = verdict.details["measured_speedup"]
-    assert verdict.speedup is not None and verdict.speedup <= max(measured, low) + 1e-4  # (measured is rounded)
-    assert verdict.speedup < 1.0 or measured >= 1.0  # a slow measurement never reads as 1.0
