@@ -26,6 +26,7 @@ from kevin_tui.evaluator.host.reference import ReferenceLost, ReferenceWorker
 from kevin_tui.evaluator.host.sandbox import Bind
 from kevin_tui.evaluator.host.scratch import WorkerFiles, given_dir, hand_out
 from kevin_tui.evaluator.host.speed_of_light import against_the_bound
+from kevin_tui.evaluator.host.static_checks import cpp_torch_compute
 from kevin_tui.evaluator.host.timing import (
     CPU_SHARE_WARNING,
     JUDGED_PER_ROUND,
@@ -404,6 +405,8 @@ class HostRun:
             limit = self.options.build_timeout_s
             message = f"no result within {limit:.0f} s in the build phase; the builder's process group was killed"
             raise Decided(Verdict(Status.TIMEOUT, message)) from None
+        built = [*request["cpp_sources"], *request["cuda_sources"], *(text for _, text in request["sources"])]
+        record.torch_calls = cpp_torch_compute("\n".join(built))  # the text built, however it was made
         self.builds.append(record)
         answer = {"cmd": "build_result", "ok": record.ok, "message": record.message, "uses_cuda": record.uses_cuda}
         if record.ok:
