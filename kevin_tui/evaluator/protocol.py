@@ -124,7 +124,7 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
         "ncu_done": {},
         "sanitized": {},
         "ops": {"op_counts": lambda v: _mapping(v) and all(_string(k) and _integer(n) for k, n in v.items())},
-        "pool_ready": {},
+        "timer_ready": {},
         "round_done": {
             "round": _integer,
             "samples_ms": _times,
@@ -159,7 +159,7 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
             "precision": _optional(lambda v: _mapping(v) and all(_number(x) for x in v.values())),
         },
         "changed_ready": {"path": _string, "index": _integer, "reason": _string},
-        "pool_ready": {},
+        "timer_ready": {},
         "round_done": {
             "round": _integer,
             "samples_ms": _times,

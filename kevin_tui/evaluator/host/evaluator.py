@@ -39,9 +39,10 @@ from kevin_tui.problem import Problem, top_level_names
 
 ProgressFn = Callable[[str, str], None]
 # Findings of the run, not of the source, that --strict rejects like a static one: a kernel the host never
-# built, a much larger error against float64 than the reference's own, and PyTorch compute dispatched inside
-# forward (what the static check's name lists miss, e.g. `nn.ReLU()(x)`, seen as it ran).
-STRICT_RUNTIME = ("no_custom_kernel", "lower_precision", "torch_compute_at_runtime")
+# built, a much larger error against float64 than the reference's own, PyTorch compute dispatched inside
+# forward (what the static check's name lists miss, e.g. `nn.ReLU()(x)`, seen as it ran), and PyTorch compute
+# in the C++/CUDA text the host built (sources made at runtime, which the static checks cannot read).
+STRICT_RUNTIME = ("no_custom_kernel", "lower_precision", "torch_compute_at_runtime", "torch_compute_in_extension")
 
 
 def _syntax_verdict(exc: SyntaxError) -> Verdict:
@@ -61,6 +62,9 @@ def runtime_evidence(verdict: Verdict, static: list[Warning_], source: str) -> l
     if not verdict.details.get("builds") and "no_custom_kernel" not in codes and not uses_triton(source):
         found.append(Warning_("no_custom_kernel", "no extension was built while loading the candidate: the load_inline "
                               "call never ran"))  # fmt: skip
+    if calls := list(dict.fromkeys(c for b in verdict.details.get("builds", []) for c in b.get("torch_calls", []))):
+        found.append(Warning_("torch_compute_in_extension", f"the extension the host built calls PyTorch from C++: "
+                              f"{', '.join(calls[:6])}"))  # fmt: skip
     if ops := verdict.details.get("op_counts"):
         listed = ", ".join(f"{n} {name}" for name, n in sorted(ops.items(), key=lambda item: -item[1])[:5])
         found.append(Warning_("torch_compute_at_runtime", f"forward dispatched PyTorch compute ops: {listed}"))

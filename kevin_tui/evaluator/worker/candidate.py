@@ -19,7 +19,7 @@ from kevin_tui.evaluator.worker.build_client import PROFILING, BuildClient
 from kevin_tui.evaluator.worker.capture import aliases, leaves, model_tensors, no_modes, snapshot
 from kevin_tui.evaluator.worker.channel import Channel
 from kevin_tui.evaluator.worker.guards import IdentityGuard, LeftoverGuard
-from kevin_tui.evaluator.worker.inputs import Pool
+from kevin_tui.evaluator.worker.inputs import TimedInputs
 from kevin_tui.evaluator.worker.opcount import count_ops
 from kevin_tui.evaluator.worker.reference import write_record
 from kevin_tui.evaluator.worker.timing_loop import Timer
@@ -303,12 +303,11 @@ class CandidateRun:
 
     # -- timing ------------------------------------------------------------------------
 
-    def pool(self, command: dict[str, Any]) -> None:
-        pool = Pool.build(self.get_inputs, command["seed"], self.device, command["pool_bytes"],
-                          mixing=command["mixing"])  # fmt: skip
+    def timer_for(self, command: dict[str, Any]) -> None:
+        inputs = TimedInputs(self.get_inputs, self.device)
         model, reference = self.model, self.reference
-        self.timer = Timer(lambda args: model(*args), pool, self.device, control=lambda args: reference(*args))
-        self.channel.emit("pool_ready")
+        self.timer = Timer(lambda args: model(*args), inputs, self.device, control=lambda args: reference(*args))
+        self.channel.emit("timer_ready")
 
     def round(self, command: dict[str, Any]) -> None:
         """One timing round: the same loop as the reference's; the tripwires run after the reply, outside
@@ -317,7 +316,7 @@ class CandidateRun:
             raise Failure("rejected", f"the candidate changed torch's thread count to {threads} "
                           f"(the reference runs with {self.request['threads']})")  # fmt: skip
         timer = self.timer
-        assert timer is not None, "the host sends pool before the first round"
+        assert timer is not None, "the host sends timer before the first round"
         leftover = LeftoverGuard()
         path = self.scratch / f"round-{command['round']}.kt"
         samples, synced = self.guarded(
@@ -334,7 +333,7 @@ class CandidateRun:
                           "with their call's inputs, which the reference's output never does")  # fmt: skip
 
     def serve(self) -> None:
-        handlers = {"trial": self.trial, "changed": self.changed, "pool": self.pool, "round": self.round,
+        handlers = {"trial": self.trial, "changed": self.changed, "timer": self.timer_for, "round": self.round,
                     "count": self.count, "profile": self.profile, "ncu": self.ncu,
                     "sanitize": self.sanitize, "compiled": self.compiled}  # fmt: skip
         while (command := self.channel.next_command())["cmd"] != "exit":
