@@ -41,7 +41,14 @@ from kevin_tui.evaluator.host.timing import (
     process_bias,
     speedup_interval,
 )
-from kevin_tui.evaluator.host.workers import Arrived, WorkerGone, WorkerProcess, WorkerTimeout, describe_exit
+from kevin_tui.evaluator.host.workers import (
+    Arrived,
+    WorkerGone,
+    WorkerProcess,
+    WorkerTimeout,
+    describe_exit,
+    spares_paused,
+)
 from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import Check, Status, Timing, Verdict, Warning_
 from kevin_tui.ranking import speed_class
@@ -269,7 +276,8 @@ class HostRun:
             verdict = Verdict(Status.CORRECT, "correct on every trial (timing skipped)")
         else:
             self.enter("time")
-            verdict = self.time()
+            with spares_paused():  # a spare's start must not take a core from the timing
+                verdict = self.time()
         if verdict.status is Status.CORRECT:
             self.precision_evidence(verdict)
             if compiled is not None:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch._dynamo
 
 from kevin_tui.evaluator.protocol import COMPILE_SEED
 from kevin_tui.evaluator.worker import common, tensorfile
@@ -270,6 +269,8 @@ class CandidateRun:
         """One trial's inputs through ModelNew under torch.compile (compiled on the first call), its output
         written for the judge like an eager trial's. The graph breaks are counted once by
         torch._dynamo.explain, here in the candidate's process, so the host takes them as information only."""
+        import torch._dynamo as dynamo  # here: a build-only worker never imports it (worker/main.py)
+
         index = command["index"]
         args = common.to_device(tensorfile.read(Path(command["inputs"])), self.device)
         breaks: int | None = None
@@ -277,12 +278,12 @@ class CandidateRun:
         if self.compiled_model is None:
             try:
                 with torch.no_grad():
-                    explained = torch._dynamo.explain(self.model)(*common.clone(args))
+                    explained = dynamo.explain(self.model)(*common.clone(args))
                 breaks = common.graph_breaks(explained)
                 reasons = [str(getattr(r, "reason", r))[:300] for r in explained.break_reasons[:5]]
             except Exception as exc:  # the compiled call below says what fails
                 reasons = [f"torch._dynamo.explain raised {type(exc).__name__}: {str(exc)[:300]}"]
-            torch._dynamo.reset()
+            dynamo.reset()
             seed_cache()
             self.compiled_model = torch.compile(self.model)
         model = self.compiled_model
