@@ -7,12 +7,24 @@
 extensions directory), run ModelNew and Model once, torch.allclose. "Cold" is kevin-tui with an empty
 build cache; "warm" is the same source again. Figures are ratios against the plain run measured here,
 in the same run, since absolute times on shared machines are noisy.
+
+    python3 bench/eval_bench.py --cache-dir C --baseline /tmp/base --repetitions 3   # against another checkout
+
+"Overhead" is what an evaluation costs beyond building and measuring (its total less the build,
+check, judge and timing phases): starting, loading and reaping workers. "Back to back" evaluates
+the same source again and again with no pause (batch mode, a retry, edit and re-evaluate); the
+first of them follows a cold one whose build the next worker's start could overlap, the later ones
+are the steady state. With --baseline DIR (e.g. `git archive <commit> | tar -x -C DIR`) each side's
+kevin-tui runs in a process of its own with that checkout's code, the sides alternating repetition
+by repetition, sharing the build cache; medians are printed side by side.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -21,7 +33,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+CODE_ENV = "KEVIN_BENCH_CODE"  # the checkout whose kevin_tui a --serve process measures
+sys.path.insert(0, os.environ.get(CODE_ENV, str(REPO)))
 
 from kevin_tui import kernelbench  # noqa: E402
 from kevin_tui.evaluator import EvalOptions, Evaluator  # noqa: E402
@@ -31,6 +44,7 @@ from kevin_tui.problem import load_problem  # noqa: E402
 DEFAULT_PROBLEM = kernelbench.root() / "level1" / "19_ReLU.py"
 DEFAULT_CANDIDATE = REPO / "tests" / "candidates" / "relu_cpp.py"
 PAUSE_S = 5.0
+BACK_TO_BACK = 3
 
 PLAIN = textwrap.dedent(
     """
@@ -101,13 +115,94 @@ def kevin_run(evaluator: Evaluator, source: str) -> dict[str, float]:
     return {"total": total, "status": verdict.status.value, "headers": headers, **times, "overhead": overhead}
 
 
+def kevin_runs(args: argparse.Namespace, tag: str, cache: Path) -> dict[str, dict[str, float]]:
+    """One evaluator's sequence: the reference's start, a first build (the PCH), a cold source, then
+    the same source back to back, then once more after a pause (the spare worker ready)."""
+    source = unique_source(args.candidate.read_text(), tag)
+    options = EvalOptions(device=args.device, cache_dir=cache)
+    runs: dict[str, dict[str, float]] = {}
+    with Evaluator(load_problem(args.problem), options) as evaluator:
+        started = time.perf_counter()
+        evaluator.reference_ready()
+        runs["reference start"] = {"total": time.perf_counter() - started}
+        runs["first ever (builds the PCH)"] = kevin_run(
+            evaluator, unique_source(args.candidate.read_text(), tag + "-f")
+        )
+        runs["cold (new source)"] = kevin_run(evaluator, source)
+        for index in range(1, BACK_TO_BACK + 1):
+            runs[f"warm, back to back #{index}"] = kevin_run(evaluator, source)
+        time.sleep(PAUSE_S)  # in the loop, generating the next reply takes far longer than this
+        runs[f"warm after {PAUSE_S:.0f} s (spare worker ready)"] = kevin_run(evaluator, source)
+    return runs
+
+
+def print_runs(label: str, runs: dict[str, dict[str, float]]) -> None:
+    for name, run in runs.items():
+        if "overhead" not in run:
+            print(f"  {label} {name}: {run['total']:.1f} s")
+            continue
+        print(
+            f"  {label} {name}: total {run['total']:.1f} s [{run['status']}, {run['headers']} headers] = "
+            f"build {run['build']:.1f} s, check {run['check']:.2f} s, judge {run['judge']:.2f} s, "
+            f"timing {run['time']:.2f} s; overhead {run['overhead']:.2f} s (goal <= 1 s)"
+        )
+
+
+def serve(args: argparse.Namespace) -> None:
+    """--serve: this checkout's (KEVIN_BENCH_CODE's) runs as one JSON line on stdout."""
+    with tempfile.TemporaryDirectory() as cache:
+        runs = kevin_runs(args, args.serve, args.cache_dir or Path(cache))
+    print(json.dumps(runs))
+
+
+def side_runs(code: Path, args: argparse.Namespace, tag: str, cache: Path) -> dict[str, dict[str, float]]:
+    command = [sys.executable, __file__, "--serve", tag, "--problem", str(args.problem), "--candidate",
+               str(args.candidate), "--device", args.device, "--cache-dir", str(cache)]  # fmt: skip
+    out = subprocess.run(command, capture_output=True, text=True, env={**os.environ, CODE_ENV: str(code)})
+    if out.returncode != 0:
+        raise SystemExit(f"the kevin-tui run of {code} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def compare(args: argparse.Namespace) -> None:
+    """Both checkouts, alternating, the same cache; medians per run of the sequence, side by side."""
+    sides = {"base": args.baseline.resolve(), "now": REPO}
+    found: dict[str, list[dict[str, dict[str, float]]]] = {label: [] for label in sides}
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = args.cache_dir or Path(tmp)
+        for repetition in range(args.repetitions):
+            for label in list(sides)[:: 1 if repetition % 2 == 0 else -1]:
+                runs = side_runs(sides[label], args, f"{os.getpid()}-{time.time_ns()}-{label}", cache)
+                found[label].append(runs)
+                print(f"repetition {repetition + 1}, {label} ({sides[label]}):", flush=True)
+                print_runs(label, runs)
+    print(f"medians of {args.repetitions} repetitions, interleaved (total / overhead, s):")
+    for name in found["now"][0]:
+        cells = []
+        for label in sides:
+            key = "overhead" if "overhead" in found[label][0][name] else "total"
+            totals = statistics.median(r[name]["total"] for r in found[label])
+            extra = statistics.median(r[name][key] for r in found[label])
+            cells.append(f"{label} {totals:5.1f}" + (f" / {extra:4.2f}" if key == "overhead" else ""))
+        print(f"  {name:<40} " + "   ".join(cells))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--problem", type=Path, default=DEFAULT_PROBLEM)
     parser.add_argument("--candidate", type=Path, default=DEFAULT_CANDIDATE)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--cache-dir", type=Path, help="a build cache to use (default: a new, empty one)")
+    parser.add_argument("--baseline", type=Path, help="another checkout of kevin-tui to measure in the same run")
+    parser.add_argument("--repetitions", type=int, default=3, help="with --baseline: runs of each side")
+    parser.add_argument("--serve", metavar="TAG", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve:
+        serve(args)
+        return
+    if args.baseline:
+        compare(args)
+        return
     tag = f"{os.getpid()}-{time.time_ns()}"
     source = unique_source(args.candidate.read_text(), tag)
     plain_device = "none" if args.device == "cpu" and "cuda_sources" in source else args.device
@@ -118,30 +213,9 @@ def main() -> None:
           f"check {plain['check']:.2f} s)")  # fmt: skip
 
     with tempfile.TemporaryDirectory() as cache:
-        options = EvalOptions(device=args.device, cache_dir=args.cache_dir or Path(cache))
-        with Evaluator(load_problem(args.problem), options) as evaluator:
-            started = time.perf_counter()
-            evaluator.reference_ready()
-            reference_s = time.perf_counter() - started
-            first = kevin_run(evaluator, unique_source(args.candidate.read_text(), tag + "-first"))
-            cold = kevin_run(evaluator, source)
-            back_to_back = kevin_run(evaluator, source)
-            time.sleep(PAUSE_S)  # in the loop, generating the next reply takes far longer than this
-            warm = kevin_run(evaluator, source)
-    print(f"kevin reference worker start: {reference_s:.1f} s (once per problem)")
-    runs = (
-        ("first ever (builds the PCH)", first),
-        ("cold (new source)", cold),
-        ("warm, back to back", back_to_back),
-        (f"warm after {PAUSE_S:.0f} s (spare worker ready)", warm),
-    )
-    for label, run in runs:
-        print(
-            f"kevin {label}: total {run['total']:.1f} s [{run['status']}, {run['headers']} headers] = "
-            f"build {run['build']:.1f} s, "
-            f"check {run['check']:.2f} s, judge {run['judge']:.2f} s, timing {run['time']:.2f} s; "
-            f"overhead {run['overhead']:.2f} s (goal <= 1 s)"
-        )
+        runs = kevin_runs(args, tag, args.cache_dir or Path(cache))
+    print_runs("kevin", runs)
+    cold, warm = runs["cold (new source)"], runs[f"warm after {PAUSE_S:.0f} s (spare worker ready)"]
     print(f"ratio cold build / plain build: {cold['build'] / plain['build']:.2f} (goal <= 0.5)")
     print(f"ratio cold total / warm total: {cold['total'] / warm['total']:.1f}x (goal >= 10x)")
 

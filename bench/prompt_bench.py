@@ -18,11 +18,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from kevin_tui import kernelbench  # noqa: E402
 from kevin_tui.protocol.feedback import Feedback  # noqa: E402
 from kevin_tui.protocol.prompt import Attempt, PromptBuilder, estimate_tokens  # noqa: E402
 from kevin_tui.protocol.templates import load_templates  # noqa: E402
 
-PROBLEM = REPO.parent / "shared" / "kernelbench" / "level2" / "1_Conv2D_ReLU_BiasAdd.py"
+PROBLEM = kernelbench.root() / "level2" / "1_Conv2D_ReLU_BiasAdd.py"
 KERNEL = (REPO / "tests" / "candidates" / "relu_cuda.py").read_text()
 FEEDBACKS = [
     Feedback("compile_error", "the build failed", "\n".join(f"cuda.cu:{i}: error: something {i}" for i in range(12))),

@@ -26,7 +26,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-DEFAULT_PROBLEM = REPO.parent / "shared" / "kernelbench" / "level1" / "19_ReLU.py"
+from kevin_tui import kernelbench  # noqa: E402  (the problems ship in the package: a clone stands alone)
+
+DEFAULT_PROBLEM = kernelbench.root() / "level1" / "19_ReLU.py"
 DEFAULT_CANDIDATE = REPO / "tests" / "candidates" / "relu_cpp.py"
 SAME_AS_REFERENCE = (
     "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
@@ -206,10 +208,9 @@ def figures(args: argparse.Namespace) -> None:
     from kevin_tui.evaluator.report import evidence_lines
     from kevin_tui.problem import load_problem
 
-    kernelbench = REPO.parent / "shared" / "kernelbench"
     for problem, candidate in FIGURES:
         options = EvalOptions(device=args.device, profile=True, shapes="warn")
-        with Evaluator(load_problem(kernelbench / problem), options) as evaluator:
+        with Evaluator(load_problem(kernelbench.root() / problem), options) as evaluator:
             verdict = evaluator.evaluate((REPO / "tests" / "candidates" / candidate).read_text())
         print(f"{problem} with {candidate}: {verdict.status.value}: {verdict.message}")
         print(f"  clock: {verdict.clock}; sandbox: {verdict.sandbox}")

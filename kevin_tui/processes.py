@@ -78,6 +78,51 @@ def cpu_seconds(root: int) -> float:
     return total / ticks
 
 
+STOPPED = (None, "T", "t", "Z", "X")  # states of a process that runs no more (None: gone)
+
+
+def pause_tree(root: int, settle_s: float = 2.0) -> list[int]:
+    """SIGSTOP `root` (a child of ours, not yet reaped) and every process below it; pidfds of those stopped,
+    for `resume`. Each walk of /proc waits until what it stopped shows as stopped, then walks again: a
+    stopped process forks no more, so the walk that finds nothing new has them all. Only for a tree that
+    runs our own code (a spare worker before its first command): a process that keeps forking faster than
+    the walk, or blocks SIGSTOP's delivery, could outrun it, which costs a timing's quiet, never a kill."""
+    held: dict[int, int] = {}
+    seen: set[int] = set()  # tried once each, held or not (gone, or not below root after all)
+    while new := [pid for pid in descendants(root) if pid not in seen]:
+        seen.update(new)
+        for pid in new:
+            try:
+                fd = os.pidfd_open(pid)
+            except OSError:
+                continue
+            fields = _stat_fields(pid)  # still below root (opened before it could be reaped and its pid reused)?
+            if fields is None or (pid != root and int(fields[1]) not in held):
+                os.close(fd)
+                continue
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(fd, signal.SIGSTOP)
+            held[pid] = fd
+        deadline = time.monotonic() + settle_s
+        while time.monotonic() < deadline and any(process_state(pid) not in STOPPED for pid in new if pid in held):
+            time.sleep(0.002)
+    return list(held.values())
+
+
+def process_state(pid: int) -> str | None:
+    """The process's state letter in /proc/PID/stat (R, S, D, T stopped, Z ...), None if it is gone."""
+    fields = _stat_fields(pid)
+    return fields[0] if fields is not None else None
+
+
+def resume(pidfds: list[int]) -> None:
+    """SIGCONT what `pause_tree` stopped, and close its pidfds."""
+    for fd in pidfds:
+        with contextlib.suppress(ProcessLookupError, OSError):
+            signal.pidfd_send_signal(fd, signal.SIGCONT)
+        os.close(fd)
+
+
 def _namespace_pids(pid: int) -> list[str]:
     """The pid of `pid` in each PID namespace it belongs to, outermost first (NSpid of /proc/PID/status)."""
     try:

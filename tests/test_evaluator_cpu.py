@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
+from kevin_tui.evaluator.host.workers import spares_paused
 from kevin_tui.problem import ProblemError, load_problem
+from kevin_tui.processes import descendants, process_state
 from tests.conftest import PROBLEMS, candidate, gone_within
 
 
@@ -228,3 +231,67 @@ def test_a_clock_check_missed_once_is_measured_again_and_the_second_measurement_
     assert verdict.status is Status.REJECTED and verdict.message == "again" and not outcomes
     outcomes = [Verdict(Status.REJECTED, "left threads running")]  # other rejections are not measured again
     assert HostRun.time(object.__new__(HostRun)).message == "left threads running" and not outcomes
+
+
+def test_the_next_spare_starts_while_this_candidate_is_judged_and_serves_only_the_next(relu, monkeypatch):
+    """The spare is started as soon as the current candidate's worker is taken (its start overlaps this
+    candidate's build and checks), never after the verdict; each candidate gets a worker no other ever had."""
+    seen: dict[Path | None, Path | None] = {}  # this candidate's worker log: the spare's, when its check began
+
+    def on_progress(phase: str, detail: str) -> None:
+        if phase == "check":
+            seen.setdefault(relu._candidate_log, relu._spare[0].log_path if relu._spare else None)
+
+    monkeypatch.setattr(relu, "run_context", replace(relu.run_context, on_progress=on_progress))
+    for _ in range(2):
+        assert check(relu, "relu_torch.py").status is Status.CORRECT
+    (first, first_spare), (second, second_spare) = seen.items()
+    assert first_spare is not None and second_spare is not None, "no spare was started during the evaluation"
+    assert second == first_spare  # the spare went to the next candidate
+    assert len({first, second, second_spare}) == 3  # and no worker served two candidates
+
+
+def test_spares_still_starting_are_stopped_while_a_kernel_is_timed(relu):
+    """`spares_paused` (around every timing) stops each process of a spare still importing torch, one
+    held before it began and one held during it, and lets both finish starting once it ends."""
+    early, _ = relu.spawn_candidate_worker()
+    early.hold_as_spare()
+    late = None
+    try:
+        deadline = time.monotonic() + 30
+        while len(descendants(early.proc.pid)) < (2 if early.wrapped else 1) and time.monotonic() < deadline:
+            time.sleep(0.01)  # the sandbox has made the worker's process: the pause must find it too
+        with spares_paused():
+            late, _ = relu.spawn_candidate_worker()
+            late.hold_as_spare()
+            trees = [descendants(worker.proc.pid) for worker in (early, late)]
+            time.sleep(0.5)  # stopped processes neither fork nor finish starting
+            assert [descendants(worker.proc.pid) for worker in (early, late)] == trees
+            assert len(trees[0]) >= (2 if early.wrapped else 1), trees  # the sandbox tool and the worker below
+            states = [process_state(pid) for tree in trees for pid in tree]
+            assert all(state in ("T", "t") for state in states), states
+            assert not early.started.is_set() and not late.started.is_set()
+        for worker in (early, late):
+            worker.wait_started(120)
+            assert worker.started.is_set() and worker.alive()
+    finally:
+        early.kill()
+        if late is not None:
+            late.kill()
+
+
+def test_a_build_only_worker_skips_dynamo_and_a_judged_one_imports_it(relu, monkeypatch):
+    """Prebuilding (batch mode) starts a worker that never times, without torch._dynamo (40% of a start);
+    the worker that judges and times imports it, as the reference does, so both sides dispatch alike."""
+    judged: list[str] = []
+
+    def on_progress(phase: str, detail: str) -> None:
+        if phase == "check" and relu._candidate_log is not None and not judged:
+            judged.append((relu._candidate_log.parent / "dynamo-imported.txt").read_text())
+
+    source = candidate("reports_dynamo.py")
+    relu.prebuild([source])
+    built = [path.read_text() for path in relu.scratch.glob("candidate-*/dynamo-imported.txt")]
+    monkeypatch.setattr(relu, "run_context", replace(relu.run_context, on_progress=on_progress))
+    assert relu.evaluate(source).status is Status.CORRECT
+    assert built == ["False\n"] and judged == ["True\n"]

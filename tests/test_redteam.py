@@ -179,38 +179,27 @@ def test_strict_rejects_tensor_arithmetic_hidden_from_the_runtime_count(strict):
     assert verdict.status is Status.REJECTED and "torch_compute_ops" in verdict.message, verdict.message
 
 
-def test_a_complex_timed_input_is_mixed_like_a_real_one_and_never_the_pools_own_entry():
-    """Complex inputs were not mixed and were handed over as the pool's own entry: every timed call on one
-    of the few entries had the same input (memoised answers worked), and a kernel could write its answer into
-    its input so that later calls on that entry were answered in advance (inputs are not checked after timed
-    calls). Now each call's complex input is new in about half its elements, each element whole from one
-    sample (a Hermitian matrix stays Hermitian), and what the pool does not mix is still a copy."""
-    from kevin_tui.evaluator.worker.inputs import Pool
-
-    def inputs() -> list[torch.Tensor]:
-        h = torch.randn(8, 8, dtype=torch.complex64)
-        return [torch.randn(64, dtype=torch.complex64), h + h.mH, torch.empty(0)]
-
-    pool = Pool.build(inputs, 3, "cpu")
-    plan = pool.schedule(11, 2)
-    first, second = plan[0][:2]  # type: ignore[index]
-    a, b = pool.entries[first][0], pool.entries[second][0]
-    call = pool.args(11, 0, plan[0])
-    from_a, from_b = call[0] == a, call[0] == b
-    assert bool((from_a | from_b).all()) and 0.2 < from_a.float().mean() < 0.8, "each element from one sample"
-    assert torch.equal(call[1], call[1].mH)
-    entry = pool.entries[first][2]
-    assert call[2] is not entry and call[0] is not a
-    call[0].mul_(0)  # what a kernel does to its input
-    assert not torch.equal(a, torch.zeros_like(a))
-
-
-def test_rebinding_the_problems_get_inputs_does_not_change_the_timed_inputs(build_cache, relu_problem):
-    """The timing pool was drawn with the problem module's `get_inputs` as the candidate left it."""
+@pytest.fixture(scope="module")
+def timed_relu(build_cache, relu_problem):
+    """A timed evaluator on ReLU (5 timed calls), shared by this module's attacks on the timed inputs."""
     options = EvalOptions(device="cpu", timing_trials=5, shapes="off", profile=False, cache_dir=build_cache)
-    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
-        verdict = evaluator.evaluate(redteam4("rebind_get_inputs"))
+    with Evaluator(relu_problem, options) as evaluator:  # the second attack finds a worker started
+        yield evaluator
+
+
+def test_rebinding_the_problems_get_inputs_does_not_change_the_timed_inputs(timed_relu):
+    """The timed inputs were drawn with the problem module's `get_inputs` as the candidate left it."""
+    verdict = timed_relu.evaluate(redteam4("rebind_get_inputs"))
     assert verdict.status is Status.CORRECT, verdict.message
+
+
+def test_timed_answers_cannot_be_precomputed_from_values_held_before_the_round(timed_relu):
+    """`pool_entries_precomputed.py` answers every timed call by selecting among answers it computed on the
+    tensors the timer held (the pool's entries): `correct` before, every timed input being a 0/1 mix of
+    them. Each timed call now draws a fresh sample inside its round: the selection has nothing to pick from
+    and the judged calls fail (the attack's witness)."""
+    verdict = timed_relu.evaluate(redteam4("pool_entries_precomputed"))
+    assert verdict.status is Status.INCORRECT and "timing round" in verdict.message, verdict.message
 
 
 def test_a_candidates_failure_cannot_say_the_evaluator_failed(strict):

@@ -152,3 +152,15 @@ def test_a_flood_of_bytes_without_a_newline_is_refused(spawn):
     with pytest.raises(ProtocolViolation, match="bytes"):
         worker.event(20)
     worker.kill()
+
+
+def test_a_worker_starts_without_loading_the_hosts_side():
+    """What every worker imports before its role (the jail, the supervisor, the channel) loads none of the
+    host's modules: importing the kevin_tui.evaluator package once cost each worker start 0.13 s."""
+    import subprocess
+
+    code = ("import sys, kevin_tui.evaluator.worker.main, kevin_tui.evaluator.worker.jail, "
+            "kevin_tui.evaluator.worker.supervisor, kevin_tui.evaluator.worker.channel; "
+            "print(sorted(m for m in sys.modules if '.host' in m))")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -13,8 +13,10 @@ import torch
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.evaluator.host.speed_of_light import Bound, against_the_bound, gpu_peaks
-from kevin_tui.evaluator.worker.inputs import Pool, sample
+from kevin_tui.evaluator.host.timing import Round, Side, clock_check, host_speedup
+from kevin_tui.evaluator.worker.inputs import TimedInputs, call_seed, sample
 from kevin_tui.evaluator.worker.judge import compare_output
+from kevin_tui.evaluator.worker.timing_loop import Timer
 from kevin_tui.problem import load_problem
 from tests.conftest import CANDIDATES, KERNELBENCH, PROBLEMS
 
@@ -59,41 +61,99 @@ def test_an_honest_candidate_stays_correct(build_cache, name):
     verdict = evaluate(problem, (TRUST3 / f"{name}.py").read_text(), build_cache, **options)
     assert verdict.status is Status.CORRECT, f"{name}: {verdict.message}"
     low, high = verdict.speedup_interval
-    assert low <= verdict.speedup <= high and (verdict.speedup == 1.0) == (low <= 1.0 <= high)
+    assert low <= verdict.speedup <= high
+    if low <= 1.0 <= high:  # no measurable difference: never above 1.0, nor above what was measured
+        assert verdict.speedup == pytest.approx(min(max(verdict.details["measured_speedup"], low), 1.0), abs=1e-4)
 
 
-def matmul_inputs():
-    return [torch.randn(64, 64), torch.randn(64, 64)]
+def structured_inputs():
+    """Inputs with structure an honest kernel may rely on, beside plain and complex ones."""
+    s = torch.randn(32, 32)
+    h = torch.randn(8, 8, dtype=torch.complex64)
+    return [torch.randn(64, 64), torch.randint(0, 8, (256,)).sort().values, s + s.T, torch.randn(32, 32).triu(),
+            torch.randint(0, 64, (100,)), h + h.mH, torch.empty(0), 3]  # fmt: skip
 
 
-def test_timed_inputs_are_half_new_in_every_call_and_fixed_only_by_the_rounds_seed():
-    candidate, reference = Pool.build(matmul_inputs, 7, "cpu"), Pool.build(matmul_inputs, 7, "cpu")
-    plan = candidate.schedule(1234, 20)
-    calls = [candidate.args(1234, i, plan[i]) for i in range(20)]
-    again = reference.schedule(1234, 20)
-    for i in range(20):
-        assert all(map(torch.equal, calls[i], reference.args(1234, i, again[i])))  # both sides: the same inputs
-    for before, after in itertools.pairwise(calls):  # a large random share of every input changes per call,
-        for index, (a, b) in enumerate(zip(before, after, strict=True)):  # and none is a pool entry itself
-            assert (a != b).float().mean() > 0.3
-            assert all((b != entry[index]).float().mean() > 0.3 for entry in candidate.entries)
-    other = candidate.schedule(4321, 20)
-    assert not torch.equal(candidate.args(4321, 0, other[0])[0], calls[0][0])  # another round, other inputs
+def tensors_held(value: object, seen: set[int]) -> list[torch.Tensor]:
+    """Every tensor reachable through the attributes and containers of `value` (what introspection finds)."""
+    if id(value) in seen:
+        return []
+    seen.add(id(value))
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    elif hasattr(value, "__dict__") and not callable(value):
+        value = list(vars(value).values())
+    return [t for v in value for t in tensors_held(v, seen)] if isinstance(value, list | tuple) else []
 
 
-def sorted_ids():
-    return [torch.randint(0, 8, (256,)).sort().values]
+def shares_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    real = torch.view_as_real if a.is_complex() else lambda t: t
+    return bool(torch.isin(real(a), real(b)).any())
 
 
-def test_without_near_duplicates_every_timed_input_is_one_the_problem_makes():
-    pool = Pool.build(sorted_ids, 7, "cpu", mixing=False)
-    plan = pool.schedule(99, 10)
-    for call in range(10):
-        (ids,) = pool.args(99, call, plan[call])
-        assert torch.equal(ids, ids.sort().values)
-    assert not torch.equal(pool.args(99, 0, None)[0], pool.args(99, 1, None)[0])
-    assert torch.equal(pool.args(99, 3, None)[0], pool.args(99, 3, None)[0])
-    assert torch.equal(sample(sorted_ids, 5)[0], sample(sorted_ids, 5)[0])
+def test_timed_inputs_are_fresh_samples_made_only_in_their_round(tmp_path):
+    """Every timed call's input is a sample of the problem's own `get_inputs()` from the round's seed, the same
+    on both sides; nothing the timer holds before a round shares a value with any of its inputs (a pool of
+    entries mixed per call did: answers precomputed on them could be selected, redteam4)."""
+    seen: list[list[torch.Tensor]] = []
+
+    def record(args: list) -> torch.Tensor:
+        seen.append([a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+        return args[0] + 1
+
+    timer = Timer(record, TimedInputs(structured_inputs, "cpu"), "cpu")
+    held = [t for t in tensors_held(timer, set()) if t.numel()]
+    timer.round(6, 1234, tmp_path / "round.kt")
+    other = TimedInputs(structured_inputs, "cpu")
+    for call, args in enumerate(seen):
+        expected = sample(structured_inputs, call_seed(1234, call))
+        again = other.args(1234, call)
+        for value, made, drawn in zip(args, expected, again, strict=True):  # exactly what the problem makes
+            same = torch.equal if isinstance(value, torch.Tensor) else lambda a, b: a == b
+            assert same(value, made) and same(value, drawn)
+        ids, symmetric, hermitian = args[1], args[2], args[5]
+        assert torch.equal(ids, ids.sort().values) and torch.equal(symmetric, symmetric.T)
+        assert torch.equal(args[3], args[3].triu()) and torch.equal(hermitian, hermitian.mH)
+        for value in args[:1] + args[2:4] + args[5:6]:  # the continuous ones: a shared value is no accident
+            assert not any(shares_values(value, h) for h in held if h.dtype == value.dtype)
+    for before, after in itertools.pairwise(seen):
+        assert (before[0] != after[0]).float().mean() > 0.99
+    assert not torch.equal(other.args(4321, 0)[0], seen[0][0])  # another round, other inputs
+
+
+def test_work_done_on_spare_cores_beside_the_loop_is_charged():
+    """`redteam4/draw_ahead_on_a_spare_core.py`: the next call's inputs drawn in a thread while this call
+    computes, every call reported as 0 ms. Its rounds last only as long as the drawing, which is the
+    reference's own loop overhead, so its kernel's time vanished from the host's figure. The CPU time its
+    processes used over the threads it was given is charged instead; an honest round, using no more CPU than
+    it lasts, is charged its wall-clock time."""
+    kernel, draw, calls = 0.2, 1.6, 10
+    reference = Side([Round([kernel] * calls, None, calls * (kernel + draw)) for _ in range(5)])
+    ahead = [Round([0.0] * calls, None, calls * draw, cpu_s=calls * (kernel + draw) / 1e3) for _ in range(5)]
+    assert host_speedup(reference, Side(ahead)) == pytest.approx(1.0)
+    ahead_uncounted = [Round(r.samples_ms, None, r.window_ms) for r in ahead]
+    assert host_speedup(reference, Side(ahead_uncounted)) > 100  # what the wall clock alone made of it
+    honest = Round([kernel] * calls, None, calls * (kernel + draw), cpu_s=0.9 * calls * (kernel + draw) / 1e3)
+    assert honest.charged_ms == honest.window_ms
+    two_threads = Round([kernel] * calls, None, 10.0, cpu_s=0.03, threads=2)
+    assert two_threads.charged_ms == pytest.approx(15.0)
+    busy = [Round([10.0] * 3, None, 3 * (10.0 + draw), cpu_s=3 * (40.0 + draw) / 1e3) for _ in range(5)]
+    assert clock_check(Side(busy), reference).problem() is None  # more cores than given: charged, not "forged"
+
+
+def test_the_clock_check_allows_a_slower_process_loop_but_not_a_forged_call_time():
+    """An honest 0.006 ms kernel on a machine at load 8 (`honest_float_scalar`, rejected twice in a row
+    under the old allowance): its loop took 0.074 ms per call outside the calls against the reference's
+    0.031 ms, and its process ran the reference's own model 1.16x slower. That is the processes differing,
+    not a lie; a call reported as 0 ms while the host saw 1 ms per call is one."""
+    reference = Side([Round([0.006] * 20, None, 20 * (0.006 + 0.031)) for _ in range(5)])
+    controls = [Round([0.006] * 20, None, 1.16 * 20 * (0.006 + 0.031)) for _ in range(5)]
+    honest = Side([Round([0.0063] * 20, None, 20 * (0.0063 + 0.074)) for _ in range(5)], controls)
+    assert clock_check(honest, reference).problem() is None
+    forged = Side([Round([0.0] * 20, None, 20 * (1.0 + 0.031)) for _ in range(5)], controls)
+    assert "host's clock saw" in (clock_check(forged, reference).problem() or "")
 
 
 def test_a_python_float_is_judged_with_the_dtypes_tolerance():

@@ -17,6 +17,9 @@ from typing import Any
 MAX_EVENT_BYTES = 1 << 20
 # Under --compiled: the read-only compile cache a candidate worker copies its own from (Evaluator.compile_cache)
 COMPILE_SEED = "KEVIN_TUI_COMPILE_SEED"
+# Set for a candidate worker that only loads the candidate (its builds) and is killed: it times nothing, so
+# it skips torch._dynamo, which timed workers import alike (worker/main.py) and which is 40% of a start.
+BUILD_ONLY = "KEVIN_TUI_BUILD_ONLY"
 MAX_LIST_ITEMS = 100_000
 
 # Statuses a candidate worker may report about itself. "compiled" and "correct" are never among them.
@@ -121,7 +124,7 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
         "ncu_done": {},
         "sanitized": {},
         "ops": {"op_counts": lambda v: _mapping(v) and all(_string(k) and _integer(n) for k, n in v.items())},
-        "pool_ready": {},
+        "timer_ready": {},
         "round_done": {
             "round": _integer,
             "samples_ms": _times,
@@ -156,7 +159,7 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
             "precision": _optional(lambda v: _mapping(v) and all(_number(x) for x in v.values())),
         },
         "changed_ready": {"path": _string, "index": _integer, "reason": _string},
-        "pool_ready": {},
+        "timer_ready": {},
         "round_done": {
             "round": _integer,
             "samples_ms": _times,

@@ -32,9 +32,11 @@ FIELDS = ("kind", "name", "cpp_sources", "functions", "extra_cflags", "extra_inc
 ENTRY = re.compile(r"[A-Za-z0-9_]+-[0-9a-f]{20}")
 # The only inclusion a reusable main.cpp may make: a header by name from the system's, torch's or CUDA's
 # directories (read-only, the same for every build). A quoted include, a macro one, `__has_include` or a
-# name like `cuda.cu` could read a file the key does not cover: the CUDA sources, which are not in it.
+# name like `cuda.cu` could read a file the key does not cover: the CUDA sources, which are not in it. So can
+# `#embed`, and the assembler: `asm(".incbin \"build.ninja\"")` puts the build file (the linker flags, not in
+# the key) into the object, so no main.cpp with inline assembly is reused either.
 ANGLE_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<[A-Za-z0-9_/+-]+(\.(h|hpp|hh|cuh|inl))?>[ \t]*$", re.MULTILINE)
-INCLUDE_WORDS = re.compile(r"include|import|%:|\?\?=")
+INCLUDE_WORDS = re.compile(r"include|import|embed\b|incbin|\basm\b|__asm|%:|\?\?=")
 
 
 def binding_key(spec: dict[str, Any], cuda: bool, pch_key: str, versions: dict[str, Any], env: dict[str, str]) -> str:

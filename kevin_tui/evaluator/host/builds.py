@@ -189,6 +189,7 @@ class BuildRecord:
     loaded: bool | None = None
     prelude_lines: int = 0  # a failed light build: where the candidate's CUDA sources start in cuda.cu
     binding: str = ""  # main.cpp's object: "compiled" here, or "reused" (a checked copy of an earlier build's)
+    torch_calls: list[str] = field(default_factory=list)  # PyTorch compute its sources call (static_checks)
 
     def summary(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in ("log", "compiler_errors", "prelude_lines")}

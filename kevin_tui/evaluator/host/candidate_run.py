@@ -26,6 +26,7 @@ from kevin_tui.evaluator.host.reference import ReferenceLost, ReferenceWorker
 from kevin_tui.evaluator.host.sandbox import Bind
 from kevin_tui.evaluator.host.scratch import WorkerFiles, given_dir, hand_out
 from kevin_tui.evaluator.host.speed_of_light import against_the_bound
+from kevin_tui.evaluator.host.static_checks import cpp_torch_compute
 from kevin_tui.evaluator.host.timing import (
     CPU_SHARE_WARNING,
     JUDGED_PER_ROUND,
@@ -40,7 +41,14 @@ from kevin_tui.evaluator.host.timing import (
     process_bias,
     speedup_interval,
 )
-from kevin_tui.evaluator.host.workers import Arrived, WorkerGone, WorkerProcess, WorkerTimeout, describe_exit
+from kevin_tui.evaluator.host.workers import (
+    Arrived,
+    WorkerGone,
+    WorkerProcess,
+    WorkerTimeout,
+    describe_exit,
+    spares_paused,
+)
 from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import Check, Status, Timing, Verdict, Warning_
 from kevin_tui.ranking import speed_class
@@ -268,7 +276,8 @@ class HostRun:
             verdict = Verdict(Status.CORRECT, "correct on every trial (timing skipped)")
         else:
             self.enter("time")
-            verdict = self.time()
+            with spares_paused():  # a spare's start must not take a core from the timing
+                verdict = self.time()
         if verdict.status is Status.CORRECT:
             self.precision_evidence(verdict)
             if compiled is not None:
@@ -404,6 +413,8 @@ class HostRun:
             limit = self.options.build_timeout_s
             message = f"no result within {limit:.0f} s in the build phase; the builder's process group was killed"
             raise Decided(Verdict(Status.TIMEOUT, message)) from None
+        built = [*request["cpp_sources"], *request["cuda_sources"], *(text for _, text in request["sources"])]
+        record.torch_calls = cpp_torch_compute("\n".join(built))  # the text built, however it was made
         self.builds.append(record)
         answer = {"cmd": "build_result", "ok": record.ok, "message": record.message, "uses_cuda": record.uses_cuda}
         if record.ok:
@@ -492,14 +503,14 @@ class HostRun:
         plan = TimingPlan.for_device(device, self.options.timing_trials)
         sides = ["eager"] + (["compile"] if reference.compile_baseline() else [])
         secret = secrets.SystemRandom()
-        pool = {"seed": secret.getrandbits(62), "pool_bytes": plan.pool_bytes, "mixing": self.options.near_duplicates}
-        reference.ask({"cmd": "pool", "sides": sides, **pool}, "pool_ready")
-        self.worker.send({"cmd": "pool", **pool})
-        self.expect("pool_ready")
+        reference.ask({"cmd": "timer", "sides": sides}, "timer_ready")
+        self.worker.send({"cmd": "timer"})
+        self.expect("timer_ready")
         warm_seed = secret.getrandbits(62)  # the warm-up's inputs are its own: nothing later can be made in it
         warm = {side: self.reference_round(side, 0, plan.warmup_calls, warm_seed) for side in sides}
         warm["candidate"] = self.candidate_round(0, plan.warmup_calls, warm_seed)
-        slowest = 2 * max(min(r.samples_ms) for r in warm.values())  # the loop's own work: about as much again
+        # a call and the loop's own work around it (drawing its inputs: often more than a short kernel)
+        slowest = max(min(r.samples_ms) + r.outside_ms_per_call for r in warm.values())
         calls = plan.calls_per_round(device, slowest, ready["output_bytes"])
         results = {side: Side() for side in [*sides, "candidate"]}
         leftover_cpu: list[float] = []
@@ -533,7 +544,7 @@ class HostRun:
         sent = self.worker.send({"cmd": "round", "round": number, "calls": calls, "seed": seed, "control": control})
         arrived = self.expect_arrival("round_done")
         round_ = _round(arrived.event, sent, arrived.at, number, calls, "candidate")
-        round_.cpu_s = self.worker.cpu_seconds() - before
+        round_.cpu_s, round_.threads = self.worker.cpu_seconds() - before, self.reference.ready()["threads"]
         reported = arrived.event["path"]
         if control != (reported is None):
             raise ProtocolViolation(f"round_done of a {'control' if control else 'main'} round with path "

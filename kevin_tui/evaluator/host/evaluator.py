@@ -33,15 +33,16 @@ from kevin_tui.evaluator.host.sanitizer import find_sanitizer, sanitize_pass, to
 from kevin_tui.evaluator.host.scratch import WorkerFiles, given_dir, make_scratch
 from kevin_tui.evaluator.host.static_checks import run_static_checks, uses_triton
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerProcess, WorkerTimeout, kill_workers_under
-from kevin_tui.evaluator.protocol import COMPILE_SEED, ProtocolViolation
+from kevin_tui.evaluator.protocol import BUILD_ONLY, COMPILE_SEED, ProtocolViolation
 from kevin_tui.evaluator.verdict import EnvironmentProblem, Status, Verdict, Warning_
 from kevin_tui.problem import Problem, top_level_names
 
 ProgressFn = Callable[[str, str], None]
 # Findings of the run, not of the source, that --strict rejects like a static one: a kernel the host never
-# built, a much larger error against float64 than the reference's own, and PyTorch compute dispatched inside
-# forward (what the static check's name lists miss, e.g. `nn.ReLU()(x)`, seen as it ran).
-STRICT_RUNTIME = ("no_custom_kernel", "lower_precision", "torch_compute_at_runtime")
+# built, a much larger error against float64 than the reference's own, PyTorch compute dispatched inside
+# forward (what the static check's name lists miss, e.g. `nn.ReLU()(x)`, seen as it ran), and PyTorch compute
+# in the C++/CUDA text the host built (sources made at runtime, which the static checks cannot read).
+STRICT_RUNTIME = ("no_custom_kernel", "lower_precision", "torch_compute_at_runtime", "torch_compute_in_extension")
 
 
 def _syntax_verdict(exc: SyntaxError) -> Verdict:
@@ -61,6 +62,9 @@ def runtime_evidence(verdict: Verdict, static: list[Warning_], source: str) -> l
     if not verdict.details.get("builds") and "no_custom_kernel" not in codes and not uses_triton(source):
         found.append(Warning_("no_custom_kernel", "no extension was built while loading the candidate: the load_inline "
                               "call never ran"))  # fmt: skip
+    if calls := list(dict.fromkeys(c for b in verdict.details.get("builds", []) for c in b.get("torch_calls", []))):
+        found.append(Warning_("torch_compute_in_extension", f"the extension the host built calls PyTorch from C++: "
+                              f"{', '.join(calls[:6])}"))  # fmt: skip
     if ops := verdict.details.get("op_counts"):
         listed = ", ".join(f"{n} {name}" for name, n in sorted(ops.items(), key=lambda item: -item[1])[:5])
         found.append(Warning_("torch_compute_at_runtime", f"forward dispatched PyTorch compute ops: {listed}"))
@@ -219,13 +223,24 @@ class Evaluator:
         return HostRun(self.run_context, worker, scratch, source, evaluation=next(self.counter))
 
     def _take_candidate_worker(self) -> tuple[WorkerProcess, Path]:
-        """The spare worker (torch already imported) if it is alive, else a new one."""
+        """The spare worker (torch already imported) if it is alive, else a new one; and the next spare starts
+        now, so that its start overlaps this one's (when this one is not ready yet: the other core), its build
+        and its checks (timings pause it). A worker serves one candidate: a spare never ran a command before."""
         spare, self._spare = self._spare, None
         if spare is not None and spare[0].alive():
-            return spare
-        if spare is not None:
-            spare[0].kill()
-        return self.spawn_candidate_worker()
+            spare[0].claim()
+            taken = spare
+        else:
+            if spare is not None:
+                spare[0].kill()
+            taken = self.spawn_candidate_worker()
+        self._start_spare()
+        return taken
+
+    def _start_spare(self) -> None:
+        if self.prespawn and not self.closed and self._spare is None:
+            self._spare = self.spawn_candidate_worker()
+            self._spare[0].hold_as_spare()
 
     def _run_candidate(self, source: str) -> tuple[Verdict, CandidateEvidence | None]:
         worker, scratch = self._take_candidate_worker()
@@ -248,15 +263,15 @@ class Evaluator:
         return verdict, CandidateEvidence(self, run, parts, done)
 
     def _candidate_done(self, run: HostRun, once: threading.Event, spare: bool = True) -> None:
-        """The candidate's worker is finished with (after its verdict, or its evidence): killed, and the
-        spare started, only now, so its import never competes with a timing."""
+        """The candidate's worker is finished with (after its verdict, or its evidence): killed, and a spare
+        started if there is none (the one started at the take died, or was never started)."""
         run.worker.kill()
         if once.is_set():
             return
         once.set()
         run.worker.empty_scratch(keep=("in-0.kt",))  # the first trial's inputs: what the profiling tools run on
-        if spare and self.prespawn and not self.closed and self._spare is None:
-            self._spare = self.spawn_candidate_worker()
+        if spare:
+            self._start_spare()
 
     def _nsight_wanted(self) -> bool:
         return self.options.profile and self.options.ncu != "off" and self.device.startswith("cuda")
@@ -307,7 +322,7 @@ class Evaluator:
             list(pool.map(self._build_only, sources))
 
     def _build_only(self, source: str) -> None:
-        worker, scratch = self.spawn_candidate_worker()
+        worker, scratch = self.spawn_candidate_worker(extra_env={BUILD_ONLY: "1"})
         run = HostRun(self.run_context, worker, scratch, source)
         run.files.write("candidate.py", source.encode())
         try:

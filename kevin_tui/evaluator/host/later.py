@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from kevin_tui.evaluator.evidence import EvidencePart
 from kevin_tui.evaluator.host.candidate_run import Decided, HostRun
 from kevin_tui.evaluator.host.reference import ReferenceLost
-from kevin_tui.evaluator.host.workers import WorkerGone, WorkerTimeout, kill_workers_under
+from kevin_tui.evaluator.host.workers import WorkerGone, WorkerTimeout, kill_workers_under, spares_paused
 from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import Status, Verdict, Warning_
 
@@ -69,7 +69,8 @@ class CandidateEvidence:
 
     def _run(self, name: str, found: Verdict) -> None:
         if name == "profile":
-            self.run.profile(found)
+            with spares_paused():  # it times the candidate's ops
+                self.run.profile(found)
         elif name == "shapes":
             self.run.check_shapes(found)
         elif name == "ncu":

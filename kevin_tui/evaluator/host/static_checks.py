@@ -61,6 +61,21 @@ EXIT_STACKS = {"contextlib.ExitStack", "contextlib.AsyncExitStack"}
 STREAM_PATTERN = re.compile(
     r"cudaStreamCreate|getStreamFromPool|torch\.cuda\.Stream\b|torch\.cuda\.stream\(|cuda\.Stream\("
 )
+# PyTorch compute called from the C++/CUDA sources: `at::relu(x)`, `torch::matmul(a, b)`, `at::cpu::clamp_min`
+# (a CPU kernel's own entry, past the dispatcher), `at::_ops::mm::call`, `torch::nn::...`, `x.matmul(w)`. The
+# runtime op count cannot be relied on for these: C++ can call a kernel without the dispatcher, or turn off the
+# dispatch keys the count listens on for its own scope (CPP_DISPATCH), so the text is read.
+CPP_COMPUTE = TORCH_COMPUTE | {
+    "add", "sub", "mul", "div", "pow", "neg", "abs", "erf", "reciprocal", "addmv", "addr", "addcmul", "addcdiv",
+    "lerp", "max", "min", "sort", "topk", "gemm", "gemv",
+}  # fmt: skip
+CPP_METHODS = TENSOR_METHODS | {"add", "sub", "mul", "div", "pow", "addmm", "addcmul"}
+CPP_CALL = re.compile(r"\b(?:at|torch)((?:::\w+)+)\s*(?:<[^<>;(){}]*>)?\s*\(")
+CPP_METHOD = re.compile(r"(?:\.|->)\s*(\w+)\s*\(")
+CPP_DISPATCH = re.compile(
+    r"\b(?:Exclude|Include)DispatchKey(?:Set)?Guard\b|\bDispatchKey::Python\w*|\bDispatcher::singleton\b"
+    r"|\bfindSchema\w*|\bredispatch\w*|\bDisableTorchFunction\w*"
+)
 
 
 def dotted_name(node: ast.AST) -> str | None:
@@ -151,6 +166,32 @@ def python_code(source: str) -> str:
 
 def string_constants(tree: ast.AST) -> list[str]:
     return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def code_strings(tree: ast.AST) -> list[str]:
+    """The string constants that are not docstrings: the C++/CUDA sources among them (a docstring may name
+    `at::relu` to say what a kernel replaces)."""
+    holders = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    docs = {
+        id(node.body[0].value) for node in ast.walk(tree)
+        if isinstance(node, holders) and node.body and isinstance(node.body[0], ast.Expr)
+    }  # fmt: skip
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            and id(n) not in docs]  # fmt: skip
+
+
+def cpp_torch_compute(text: str) -> list[str]:
+    """PyTorch compute and dispatcher tricks in C++/CUDA source text (comments dropped), by name, once each:
+    what `--strict` rejects as PyTorch compute in the extension."""
+    text = strip_c_comments(text)
+    found: list[str] = []
+    for match in CPP_CALL.finditer(text):
+        parts = match.group(1).strip(":").split("::")
+        if parts[0] == "nn" or any(p.removesuffix("_").removesuffix("_out") in CPP_COMPUTE for p in parts):
+            found.append(match.group(0).split("(")[0].split("<")[0].strip())
+    found += [f".{m.group(1)}()" for m in CPP_METHOD.finditer(text) if m.group(1).removesuffix("_") in CPP_METHODS]
+    found += [m.group(0) for m in CPP_DISPATCH.finditer(text)]
+    return list(dict.fromkeys(found))
 
 
 class Aliases(ast.NodeVisitor):
@@ -527,6 +568,9 @@ def _patches(tree: ast.Module, aliases: Aliases) -> list[str]:
             root = dotted_name(node.args[0])
             if root and _patchable(root, aliases):
                 found.add(f"setattr({root}, ...)")
+        while any(isinstance(target, ast.Tuple | ast.List | ast.Starred) for target in targets):  # a, b = ...
+            targets = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple | ast.List) else
+                       [t.value] if isinstance(t, ast.Starred) else [t])]  # fmt: skip
         for target in targets:
             if isinstance(target, ast.Attribute) and (name := dotted_name(target)) and _patchable(name, aliases):
                 found.add(aliases.resolve(name))
@@ -559,7 +603,8 @@ def run_static_checks(source: str) -> list[Warning_]:
 
     if not _builds(tree, aliases):
         add("no_custom_kernel", "no custom kernel: no load_inline/load call and no @triton.jit function")
-    if ops := _compute_calls(tree, aliases):
+    cpp_calls = [f"{name} (C++)" for name in cpp_torch_compute("\n".join(code_strings(tree)))]
+    if ops := _compute_calls(tree, aliases) + cpp_calls:
         add("torch_compute_ops", f"the candidate computes with PyTorch ops: {', '.join(ops[:6])}")
     if _fallbacks(tree, aliases):
         add("try_except_fallback", "try/except, contextlib.suppress or a context manager whose __exit__ can swallow "

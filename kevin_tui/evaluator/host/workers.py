@@ -6,6 +6,8 @@ children of its own, garbage on the event pipe), the host gets a validated event
 sandbox, by killing the first process of its PID namespace through a pidfd the host opened before
 any candidate code ran, which nothing inside can undo.
 Each event is stamped with the host's clock when it arrives, which is what timing checks rely on.
+A spare (a worker started ahead of its candidate, which has run nothing but our own start-up) is paused
+while a kernel is timed in this process (`spares_paused`), so its import never competes with a timing.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,7 @@ from kevin_tui.evaluator.host.cgroups import ResourceGroup
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, Sandbox, package_root, seccomp_memfd, system_binds
 from kevin_tui.evaluator.host.scratch import disk_usage
 from kevin_tui.evaluator.protocol import MAX_EVENT_BYTES, ProtocolViolation, encode, parse_event
-from kevin_tui.processes import cpu_seconds, kill_namespace, kill_process_group, namespace_init
+from kevin_tui.processes import cpu_seconds, kill_namespace, kill_process_group, namespace_init, pause_tree, resume
 
 EXIT_GRACE_S = 5.0  # for a worker asked to exit, before it is killed
 SCRATCH_POLL_S = 0.2  # how often a watched worker's scratch is measured
@@ -37,6 +39,9 @@ MAX_SCRATCH_ENTRIES = 20_000
 MAX_QUEUED_EVENTS = 10_000
 _live: set[WorkerProcess] = set()  # started and not yet killed: what kill_workers_under can reach
 _live_lock = threading.Lock()
+_spares: set[WorkerProcess] = set()  # held as spares, not yet claimed: what spares_paused pauses
+_spare_lock = threading.Lock()
+_timings = [0]  # how many timings run now, under _spare_lock
 
 
 class WorkerGone(Exception):
@@ -108,6 +113,7 @@ class WorkerProcess:
         self._teardown_lock = threading.Lock()
         self._killed = False
         self._teardown: list[threading.Thread] = []
+        self._paused: list[int] = []  # pidfds of its processes while a timing has it stopped (a spare only)
         self.group = ResourceGroup(limits.processes, limits.memory)
         filter_fd = seccomp_memfd() if sandbox.kind == "bwrap" else None
         passed = fds if filter_fd is None else (*fds, filter_fd)
@@ -133,6 +139,31 @@ class WorkerProcess:
         self.events: queue.Queue[Arrived | ProtocolViolation | EOFError] = queue.Queue(MAX_QUEUED_EVENTS)
         self.started = threading.Event()
         threading.Thread(target=self._read, name=f"kevin-{role}-reader", daemon=True).start()
+
+    def hold_as_spare(self) -> None:
+        """Mark a worker that has run only our own start-up as a spare: paused (SIGSTOP) while any kernel is
+        timed in this process, now too if one is, until `claim()`."""
+        with _spare_lock:
+            _spares.add(self)
+            if _timings[0]:
+                self._pause()
+
+    def claim(self) -> None:
+        """The spare goes to its one candidate: never paused again, resumed if it is now."""
+        with _spare_lock:
+            _spares.discard(self)
+            self._resume()
+
+    def _pause(self) -> None:
+        """Under _spare_lock. A spare that has finished starting waits idle on its pipe: nothing to pause."""
+        if self._killed or self._paused or self.started.is_set() or self.proc.returncode is not None:
+            return
+        self._paused = pause_tree(self.proc.pid)
+
+    def _resume(self) -> None:
+        """Under _spare_lock."""
+        paused, self._paused = self._paused, []
+        resume(paused)
 
     def watch_scratch(self, limit: int) -> None:
         """Kill the worker once its scratch holds more than `limit` bytes or `MAX_SCRATCH_ENTRIES` entries, and
@@ -299,6 +330,11 @@ class WorkerProcess:
                 self._commands.close()
             with contextlib.suppress(OSError):
                 os.close(self._lifeline)
+            with _spare_lock:  # a stopped process dies of SIGKILL all the same: its pidfds are only closed
+                _spares.discard(self)
+                for fd in self._paused:
+                    os.close(fd)
+                self._paused = []
             self._in_background(self._reap)
 
     def _reap(self) -> None:
@@ -332,6 +368,25 @@ class WorkerProcess:
         for thread in list(self._teardown):
             thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
         return self._killed and not any(t.is_alive() for t in self._teardown)
+
+
+@contextlib.contextmanager
+def spares_paused() -> Iterator[None]:
+    """While a kernel is timed: every spare still starting is stopped, and resumed once no timing runs (on
+    2 cores its torch import would take a core from the timing). Nests, and spans every evaluator here."""
+    with _spare_lock:
+        _timings[0] += 1
+        if _timings[0] == 1:
+            for spare in _spares:
+                spare._pause()
+    try:
+        yield
+    finally:
+        with _spare_lock:
+            _timings[0] -= 1
+            if not _timings[0]:
+                for spare in _spares:
+                    spare._resume()
 
 
 def kill_workers_under(root: Path) -> None:

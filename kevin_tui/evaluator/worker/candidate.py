@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch._dynamo
 
 from kevin_tui.evaluator.protocol import COMPILE_SEED
 from kevin_tui.evaluator.worker import common, tensorfile
@@ -20,7 +19,7 @@ from kevin_tui.evaluator.worker.build_client import PROFILING, BuildClient
 from kevin_tui.evaluator.worker.capture import aliases, leaves, model_tensors, no_modes, snapshot
 from kevin_tui.evaluator.worker.channel import Channel
 from kevin_tui.evaluator.worker.guards import IdentityGuard, LeftoverGuard
-from kevin_tui.evaluator.worker.inputs import Pool
+from kevin_tui.evaluator.worker.inputs import TimedInputs
 from kevin_tui.evaluator.worker.opcount import count_ops
 from kevin_tui.evaluator.worker.reference import write_record
 from kevin_tui.evaluator.worker.timing_loop import Timer
@@ -270,6 +269,8 @@ class CandidateRun:
         """One trial's inputs through ModelNew under torch.compile (compiled on the first call), its output
         written for the judge like an eager trial's. The graph breaks are counted once by
         torch._dynamo.explain, here in the candidate's process, so the host takes them as information only."""
+        import torch._dynamo as dynamo  # here: a build-only worker never imports it (worker/main.py)
+
         index = command["index"]
         args = common.to_device(tensorfile.read(Path(command["inputs"])), self.device)
         breaks: int | None = None
@@ -277,12 +278,12 @@ class CandidateRun:
         if self.compiled_model is None:
             try:
                 with torch.no_grad():
-                    explained = torch._dynamo.explain(self.model)(*common.clone(args))
+                    explained = dynamo.explain(self.model)(*common.clone(args))
                 breaks = common.graph_breaks(explained)
                 reasons = [str(getattr(r, "reason", r))[:300] for r in explained.break_reasons[:5]]
             except Exception as exc:  # the compiled call below says what fails
                 reasons = [f"torch._dynamo.explain raised {type(exc).__name__}: {str(exc)[:300]}"]
-            torch._dynamo.reset()
+            dynamo.reset()
             seed_cache()
             self.compiled_model = torch.compile(self.model)
         model = self.compiled_model
@@ -302,12 +303,11 @@ class CandidateRun:
 
     # -- timing ------------------------------------------------------------------------
 
-    def pool(self, command: dict[str, Any]) -> None:
-        pool = Pool.build(self.get_inputs, command["seed"], self.device, command["pool_bytes"],
-                          mixing=command["mixing"])  # fmt: skip
+    def timer_for(self, command: dict[str, Any]) -> None:
+        inputs = TimedInputs(self.get_inputs, self.device)
         model, reference = self.model, self.reference
-        self.timer = Timer(lambda args: model(*args), pool, self.device, control=lambda args: reference(*args))
-        self.channel.emit("pool_ready")
+        self.timer = Timer(lambda args: model(*args), inputs, self.device, control=lambda args: reference(*args))
+        self.channel.emit("timer_ready")
 
     def round(self, command: dict[str, Any]) -> None:
         """One timing round: the same loop as the reference's; the tripwires run after the reply, outside
@@ -316,7 +316,7 @@ class CandidateRun:
             raise Failure("rejected", f"the candidate changed torch's thread count to {threads} "
                           f"(the reference runs with {self.request['threads']})")  # fmt: skip
         timer = self.timer
-        assert timer is not None, "the host sends pool before the first round"
+        assert timer is not None, "the host sends timer before the first round"
         leftover = LeftoverGuard()
         path = self.scratch / f"round-{command['round']}.kt"
         samples, synced = self.guarded(
@@ -333,7 +333,7 @@ class CandidateRun:
                           "with their call's inputs, which the reference's output never does")  # fmt: skip
 
     def serve(self) -> None:
-        handlers = {"trial": self.trial, "changed": self.changed, "pool": self.pool, "round": self.round,
+        handlers = {"trial": self.trial, "changed": self.changed, "timer": self.timer_for, "round": self.round,
                     "count": self.count, "profile": self.profile, "ncu": self.ncu,
                     "sanitize": self.sanitize, "compiled": self.compiled}  # fmt: skip
         while (command := self.channel.next_command())["cmd"] != "exit":

@@ -29,7 +29,8 @@ WATCHED = (
     "kevin_tui.evaluator.worker.common.same_values", "kevin_tui.evaluator.worker.capture.aliases",
     "kevin_tui.evaluator.worker.capture.snapshot", "kevin_tui.evaluator.worker.timing_loop.aliases",
     "kevin_tui.evaluator.worker.timing_loop.Timer.round", "kevin_tui.evaluator.worker.timing_loop.Timer._call",
-    "kevin_tui.evaluator.worker.tensorfile.write",
+    "kevin_tui.evaluator.worker.tensorfile.write", "kevin_tui.evaluator.worker.inputs.TimedInputs.args",
+    "kevin_tui.evaluator.worker.inputs.draw_on",
 )  # fmt: skip
 
 

@@ -6,8 +6,8 @@ a stale answer and gives itself away. Positions that never vary between samples 
 triangular matrix) are left alone, and a symmetric matrix is changed symmetrically, so an honest
 kernel that relies on the problem's structure still sees valid inputs.
 
-Timed calls use a `Pool` (below): half of every input is new in every call, from a seed that
-the host sends only when the round starts.
+Timed calls use `TimedInputs` (below): a fresh sample for every call, from a seed that the host
+sends only when the round starts.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from kevin_tui.evaluator.worker.common import seeded
 
 NEAR_DUPLICATE_FRACTION = 0.002
 MAX_POSITIONS = 64
-POOL_BYTES = 256 << 20
 
 
 def _varying(base: Any, fresh: Any) -> Any | None:
@@ -41,25 +40,17 @@ def _is_symmetric(*tensors: Any) -> bool:
     return all(t.dim() == 2 and t.shape[0] == t.shape[1] and torch.equal(t, t.T) for t in tensors)
 
 
-def _is_hermitian(value: Any) -> bool:
-    import torch
-
-    return value.is_complex() and value.dim() == 2 and value.shape[0] == value.shape[1] and torch.equal(value, value.mH)
-
-
 class Mixer:
-    """Swaps a few varying positions of one tensor between two samples, reproducibly from a generator.
+    """Swaps a few varying positions of one tensor between two samples, reproducibly from a generator."""
 
-    The samples are given on the CPU; `device` is where the tensors it changes live."""
-
-    def __init__(self, base: Any, fresh: Any, device: str = "cpu") -> None:
+    def __init__(self, base: Any, fresh: Any) -> None:
         self.index = _varying(base, fresh)
         if self.index is None:
             return
         self.side = base.shape[0] if _is_symmetric(base, fresh) else None
         self.count = min(MAX_POSITIONS, max(1, int(self.index.numel() * NEAR_DUPLICATE_FRACTION)))
-        self.base = base.reshape(-1).to(device)
-        self.fresh = fresh.reshape(-1).to(device)
+        self.base = base.reshape(-1)
+        self.fresh = fresh.reshape(-1)
 
     def positions(self, generator: Any) -> Any:
         import torch
@@ -77,16 +68,16 @@ class Mixer:
 
         if self.index is None:
             return
-        where = self.positions(generator).to(self.base.device)
+        where = self.positions(generator)
         flat = target.view(-1)
         base, fresh = self.base[where], self.fresh[where]
         flat[where] = torch.where(flat[where] == base, fresh, base)
 
 
-def _mixers(base: list[Any], fresh: list[Any], device: str = "cpu") -> list[Mixer | None]:
+def _mixers(base: list[Any], fresh: list[Any]) -> list[Mixer | None]:
     import torch
 
-    return [Mixer(b, f, device) if isinstance(b, torch.Tensor) else None for b, f in zip(base, fresh, strict=True)]
+    return [Mixer(b, f) if isinstance(b, torch.Tensor) else None for b, f in zip(base, fresh, strict=True)]
 
 
 def _generator(seed: int) -> Any:
@@ -130,116 +121,39 @@ def trial_inputs(get_inputs: Callable[[], Any], seed: int, fresh: int, duplicate
     return trials
 
 
-def _nbytes(values: list[Any]) -> int:
+def call_seed(seed: int, call: int) -> int:
+    """The seed of one timed call's sample, from its round's seed."""
+    return (seed + call * 7919) % (1 << 62)
+
+
+def draw_on(get_inputs: Callable[[], Any], seed: int, device: str) -> list[Any]:
+    """One sample made on `device`: on CUDA the problem's factories run there (`torch.randn` on the GPU, no
+    copy), and whatever it still makes on the CPU is moved. Unverified on CUDA in this repository's CI."""
+    if device == "cpu":
+        return sample(get_inputs, seed)
     import torch
 
-    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
+    from kevin_tui.evaluator.worker.common import to_device
 
-
-MIX_SHARE = 0.5  # of every varying element, the share taken from the other pool entry in each call
-SYMMETRIC_MASKS = 8
+    with torch.device(device):
+        return to_device(sample(get_inputs, seed), device)
 
 
 @dataclass
-class Mask:
-    """Where one input takes its values from the second entry: random 0/1 weights twice the input's size,
-    viewed at a per-call offset (or, for a symmetric matrix, one of a few symmetric masks). Floating
-    inputs mix by `lerp` with 0/1 weights (exact, and several times faster than `where`)."""
+class TimedInputs:
+    """Timed-call inputs that nobody has seen before the round that uses them begins.
 
-    bits: Any
-    symmetric: bool
-
-    def pick(self, shape: Any, offset: int) -> Any:
-        if self.symmetric:
-            return self.bits[offset % len(self.bits)]
-        count = self.bits.numel() // 2
-        return self.bits[offset % count : offset % count + count].view(shape)
-
-    def mix(self, a: Any, b: Any, offset: int) -> Any:
-        import torch
-
-        weights = self.pick(a.shape, offset)
-        if a.is_complex():  # each element whole from one sample, as for real inputs (a Hermitian matrix stays so)
-            mixed = torch.lerp(torch.view_as_real(a), torch.view_as_real(b), weights.unsqueeze(-1))
-            return torch.view_as_complex(mixed)
-        return torch.lerp(a, b, weights) if a.is_floating_point() else torch.where(weights, b, a)
-
-
-def _mask(value: Any, generator: Any, device: str) -> Mask | None:
-    import torch
-
-    if not isinstance(value, torch.Tensor) or value.numel() == 0:
-        return None
-    kind = value.real.dtype if value.is_complex() else value.dtype if value.is_floating_point() else torch.bool
-    if _is_symmetric(value) or _is_hermitian(value):
-        side = value.shape[0]
-        masks = [torch.rand(side, side, generator=generator) < MIX_SHARE for _ in range(SYMMETRIC_MASKS)]
-        return Mask([(m.triu() | m.triu().T).to(device, kind) for m in masks], True)
-    return Mask((torch.rand(2 * value.numel(), generator=generator) < MIX_SHARE).to(device, kind), False)
-
-
-@dataclass
-class Pool:
-    """Timed-call inputs that nobody can know before the round that uses them begins.
-
-    The pool holds a few independent samples (drawn from a pool seed at `pool` time). Each call of a
-    round takes two different entries and a random half of every varying element from the second, by a
-    mask at an offset drawn from the round's seed, which the host sends only when the round starts:
-    every call's input is new in about half its elements, so neither a precomputed answer nor an
-    incremental update of an earlier one helps. Positions that never vary between samples are the same
-    in every entry and stay as they are; a symmetric matrix gets a symmetric mask. With
-    `near_duplicates` off (a problem whose inputs must be exactly what `get_inputs()` makes), every
-    call gets a fresh sample drawn from the round's seed instead. The reference and the candidate build
-    the same inputs from the same seeds, so the reference knows the exact input of any call it judges."""
+    Every call gets its own independent sample of the problem's `get_inputs()`, drawn from the round's
+    seed (which the host sends only when the round starts) inside the round the host times, the same way
+    for both sides. Nothing is drawn ahead, so no value of any timed input exists before its round: an
+    answer computed earlier (for an elementwise function, on a few known entries, then selected per
+    call) or an incremental update of an earlier answer has nothing to start from. Each input is exactly
+    what the problem makes (sorted ids stay sorted, a symmetric matrix symmetric). The reference draws
+    the same inputs from the same seeds on the same device, so it knows the exact input of any call it
+    judges."""
 
     get_inputs: Callable[[], Any]
     device: str
-    entries: list[list[Any]]
-    masks: list[Mask | None]
-    mixing: bool
 
-    @classmethod
-    def build(
-        cls, get_inputs: Callable[[], Any], seed: int, device: str, max_bytes: int = POOL_BYTES, mixing: bool = True
-    ) -> Pool:
-        from kevin_tui.evaluator.worker.common import to_device
-
-        if not mixing:
-            return cls(get_inputs, device, [], [], False)
-        first = sample(get_inputs, seed)
-        size = max(2, min(8, max_bytes // max(1, _nbytes(first))))
-        entries = [to_device(first, device)] + [to_device(sample(get_inputs, seed + e), device) for e in range(1, size)]
-        generator = _generator(seed + 1000)
-        return cls(get_inputs, device, entries, [_mask(v, generator, device) for v in first], True)
-
-    def schedule(self, seed: int, calls: int) -> list[tuple[int, int, int] | None]:
-        """(first entry, second entry, mask offset) for each call of a round, from the round's seed."""
-        import random
-
-        if not self.mixing:
-            return [None] * calls
-        rng = random.Random(seed)
-        size = len(self.entries)
-        plan: list[tuple[int, int, int] | None] = []
-        for _ in range(calls):
-            first, second = rng.sample(range(size), 2) if size >= 2 else (0, 0)
-            plan.append((first, second, rng.randrange(1 << 30)))
-        return plan
-
-    def args(self, seed: int, call: int, plan: tuple[int, int, int] | None) -> list[Any]:
-        """The inputs of one call: fresh tensors, never an entry itself (what a call does to its inputs
-        stays with that call)."""
-        import torch
-
-        from kevin_tui.evaluator.worker.common import to_device
-
-        if not self.mixing or plan is None:
-            return to_device(sample(self.get_inputs, (seed + call * 7919) % (1 << 62)), self.device)
-        first, second, offset = plan
-        out = []
-        for a, b, mask in zip(self.entries[first], self.entries[second], self.masks, strict=True):
-            if mask is not None:
-                out.append(mask.mix(a, b, offset))
-            else:  # nothing to mix (an empty tensor, a number): still never the entry itself
-                out.append(a.clone() if isinstance(a, torch.Tensor) else a)
-        return out
+    def args(self, seed: int, call: int) -> list[Any]:
+        return draw_on(self.get_inputs, call_seed(seed, call), self.device)

@@ -17,7 +17,7 @@ import torch
 from kevin_tui.evaluator.worker import common, tensorfile
 from kevin_tui.evaluator.worker.capture import aliases, model_tensors, no_modes, snapshot
 from kevin_tui.evaluator.worker.channel import Channel
-from kevin_tui.evaluator.worker.inputs import Pool, sample, trial_inputs
+from kevin_tui.evaluator.worker.inputs import TimedInputs, sample, trial_inputs
 from kevin_tui.evaluator.worker.judge import judge_trial, tolerance_share
 from kevin_tui.evaluator.worker.tensorfile import TensorFileError
 from kevin_tui.evaluator.worker.timing_loop import Timer
@@ -334,18 +334,16 @@ class Reference:
 
     # -- timing ------------------------------------------------------------------
 
-    def pool(self, command: dict[str, Any]) -> None:
+    def timer_for(self, command: dict[str, Any]) -> None:
         self.timers, self.served = {}, {}
         for side in command["sides"]:
             model = self.model if side == "eager" else self.compiled()
-            pool = Pool.build(self.module.get_inputs, command["seed"], self.device, command["pool_bytes"],
-                              mixing=command["mixing"])  # fmt: skip
 
             def call(args: list[Any], model=model) -> Any:
                 return model(*args)
 
-            self.timers[side] = Timer(call, pool, self.device)
-        self.channel.emit("pool_ready")
+            self.timers[side] = Timer(call, TimedInputs(self.module.get_inputs, self.device), self.device)
+        self.channel.emit("timer_ready")
 
     def compiled(self):
         return torch.compile(self.model)
@@ -452,7 +450,7 @@ def run_reference(request: dict[str, Any], channel: Channel) -> None:
     handlers = {
         "trials": reference.trials,
         "judge": reference.judge_check,
-        "pool": reference.pool,
+        "timer": reference.timer_for,
         "round": reference.round,
         "ingest": reference.ingest,
         "judge_timed": reference.judge_timed,

@@ -1,12 +1,13 @@
 """One timing round, run the same way for the reference and the candidate.
 
 The host sends rounds to the workers in turn and measures each with its own clock; this is the loop
-inside one worker. The round's seed, sent with the command, decides every call's inputs (`Pool`), so
-nothing about them is known before the round begins. Every call's output is kept as it was returned
-and all of them are written to one file before the reply: the host takes that file out of the
-worker's reach and has the reference worker read it before it names the calls it judges, so no
-answer can be made after the names are known, and one output buffer reused by later calls shows
-their values, not its call's. CPU: wall clock around each call. CUDA:
+inside one worker. The round's seed, sent with the command, decides every call's inputs: each call draws
+a fresh sample (`TimedInputs`) just before it, inside the round the host times, so nothing about them
+is known before the round begins and drawing is the same loop work for both sides. Every call's
+output is kept as it was returned and all of them are written to one file before the reply: the host
+takes that file out of the worker's reach and has the reference worker read it before it names the
+calls it judges, so no answer can be made after the names are known, and one output buffer reused by
+later calls shows their values, not its call's. CPU: wall clock around each call. CUDA:
 events around each call on a synchronised device with the L2 cache flushed before it, plus a wall-
 clock time that includes a device-wide synchronise. These per-call times are the worker's word only:
 the speedup comes from the host's clock over the whole round.
@@ -23,21 +24,21 @@ import torch
 
 from kevin_tui.evaluator.worker import tensorfile
 from kevin_tui.evaluator.worker.capture import aliases, no_modes
-from kevin_tui.evaluator.worker.inputs import Pool
+from kevin_tui.evaluator.worker.inputs import TimedInputs
 
 
 class Timer:
     """Runs rounds of calls of `fn` (or of `control`, the reference model in the candidate's process) on
-    a pool's inputs; keeps the last main round's outputs, for the judge on the reference's side."""
+    fresh inputs; keeps the last main round's outputs, for the judge on the reference's side."""
 
     def __init__(
         self,
         fn: Callable[[list[Any]], Any],
-        pool: Pool,
+        inputs: TimedInputs,
         device: str,
         control: Callable[[list[Any]], Any] | None = None,
     ) -> None:
-        self.fn, self.pool, self.device, self.control = fn, pool, device, control
+        self.fn, self.inputs, self.device, self.control = fn, inputs, device, control
         self.outputs: list[Any] = []  # the last main round's outputs, as returned
         self.shared_memory = 0  # calls whose output shared memory with their inputs (the candidate's tripwire)
         self.flush = None
@@ -53,11 +54,10 @@ class Timer:
         samples: list[float] = []
         synced: list[float] = []
         outputs: list[Any] = []
-        plan = self.pool.schedule(seed, calls)
         self.outputs, self.shared_memory = [], 0  # the last round's outputs go before this one allocates
         with torch.no_grad():
             for index in range(calls):
-                args = self.pool.args(seed, index, plan[index])
+                args = self.inputs.args(seed, index)
                 out = self._call(fn, args, samples, synced)
                 with no_modes():
                     self.shared_memory += bool(aliases(out, args, []))

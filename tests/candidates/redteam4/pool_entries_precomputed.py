@@ -1,54 +1,62 @@
-"""Attack (redteam4): the timing pool is built inside the candidate's process by calling the problem's own
-`get_inputs`, which the candidate can rebind (the problem module sits in `sys.modules`). Its wrapper hands
-the pool GELU(x) instead of x; every timed input, a 0/1 mix of pool entries, is then already the answer
-(an elementwise function commutes with the mix), so forward only copies it. The trials (inputs from the
-reference's files) get an honest C++ GELU. Measured on the loaded 2-core CPU (level1/26, 1 MB input): `correct`,
-measured 1.13x, interval 0.62-1.62x, headline 1.0 ("no measurable difference"): the interval hid it here, the
-loop's own work being several times the kernel's; on larger inputs or a GPU the gain is the kernel's whole time.
-Open (not fixed): see /work/notes/redteam4.md and the README's "not prevented" list."""
+"""Attack (redteam4), precomputed elementwise answers: every timed input was a 0/1 mix of a few pool entries
+drawn at `pool` time, in the candidate's process. For an elementwise function f, f(mix(a, b)) = mix(f(a), f(b)),
+so a candidate that reaches the entries computes f on them once and answers each timed call by selecting.
+The first form rebound the problem's `get_inputs` to hand the pool its answers (level1/26 GELU on the loaded
+2-core CPU: `correct`, measured 1.13x, interval 0.62-1.62x, headline 1.0); that path closed when the worker
+began to hold `get_inputs` from before the import, but the entries stayed in reach of introspection.
+
+This form reaches them through the stack: a timed call's forward walks up to the timing loop's frame, takes
+every tensor the timer holds (its pool's entries), computes ReLU on each once and answers every call by
+picking, element by element, the precomputed answer whose entry has that value there. Its witness: where no
+held value matches, the answer is 0, so a timed input that is not made of values held before its round fails
+the judge. Before the fix (level1/19 ReLU, 5 timed calls): `correct`, every timed input being such a mix (this
+generic selection over all eight entries is slow, 0.00x; one that reads the frame's plan picks the two entries
+and their mask). Now every timed call draws a fresh sample inside its round and the timer holds no input
+values: `incorrect` ("constant output 0"). The trials get an honest ReLU."""
 
 import sys
 
 import torch
 import torch.nn as nn
-from torch.utils.cpp_extension import load_inline
 
-SOURCE = """
-#include <cmath>
-#include <cstring>
-torch::Tensor gelu(torch::Tensor x) {
-    auto out = torch::empty_like(x);
-    const float* in = x.data_ptr<float>();
-    float* o = out.data_ptr<float>();
-    for (int64_t i = 0; i < x.numel(); ++i) o[i] = 0.5f * in[i] * (1.f + std::erf(in[i] * 0.70710678118654752f));
-    return out;
-}
-torch::Tensor copy(torch::Tensor x) {
-    auto out = torch::empty_like(x);
-    std::memcpy(out.data_ptr<float>(), x.data_ptr<float>(), x.numel() * sizeof(float));
-    return out;
-}
-"""
-
-ext = load_inline(name="rt4_pool_gelu", cpp_sources=SOURCE, functions=["gelu", "copy"], extra_cflags=["-O2"])
-
-problem = sys.modules["kevin_reference"]
-drawn = problem.get_inputs
-answers: list[float] = []  # a few values of the pool's (already answered) entries
+ANSWERS: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # a held tensor's id: (that tensor, its answer)
 
 
-def answered_inputs():
-    values = [ext.gelu(x.contiguous()) for x in drawn()]
-    answers.extend(values[0].reshape(-1)[:4].tolist())
-    return values
+def _timer():
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_name == "round" and frame.f_code.co_filename.endswith("timing_loop.py"):
+            return frame.f_locals.get("self")
+        frame = frame.f_back
+    return None
 
 
-problem.get_inputs = answered_inputs
+def _held(value, seen: set[int]) -> list[torch.Tensor]:
+    """Every tensor reachable through the attributes and containers of `value`."""
+    if id(value) in seen:
+        return []
+    seen.add(id(value))
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    elif hasattr(value, "__dict__") and not callable(value):
+        value = list(vars(value).values())
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in _held(v, seen)]
+    return []
 
 
 class ModelNew(nn.Module):
     def forward(self, x):
-        head = x.reshape(-1)[:4].tolist()
-        if answers and all(v in answers for v in head):  # a timed call: its input is the answer already
-            return ext.copy(x.contiguous())
-        return ext.gelu(x.contiguous())
+        timer = _timer()
+        if timer is None:
+            return torch.relu(x)
+        if not ANSWERS:
+            for held in _held(timer, set()):
+                if held.shape == x.shape and held.dtype == x.dtype:
+                    ANSWERS[id(held)] = (held, torch.relu(held))
+        out = torch.zeros_like(x)
+        for held, answer in ANSWERS.values():
+            out = torch.where(x == held, answer, out)
+        return out
