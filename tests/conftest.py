@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +21,8 @@ PROBLEMS = TESTS / "problems"
 REPO = TESTS.parent
 KERNELBENCH = kernelbench.root()  # the package's own copy (KEVIN_TUI_KERNELBENCH: another)
 RELU = KERNELBENCH / "level1" / "19_ReLU.py"
+FILE_SECONDS = "test-file-seconds.json"  # in the build cache: each test file's seconds when it last ran
+FILE_TIMES: dict[str, float] = {}  # this run's, per file
 
 
 def has_cuda_device() -> bool:
@@ -32,6 +38,8 @@ def sandbox_here(kind: str) -> str:
 
 
 def pytest_collection_modifyitems(config, items):
+    if config.getoption("dist", "no") != "no" or hasattr(config, "workerinput"):
+        longest_files_first(config, items)
     if has_cuda_device():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device (run scripts/gpu-check.sh on a GPU machine)")
@@ -45,10 +53,64 @@ def pytest_configure(config):
     in several): the test processes it starts inherit its path, so each real extension and each set of
     precompiled headers is built once per run, not once per process. Removed afterwards (headers are
     ~0.8 GB each); KEVIN_TUI_TEST_CACHE names one that is kept."""
-    if hasattr(config, "workerinput") or os.environ.get("KEVIN_TUI_TEST_CACHE"):
+    if hasattr(config, "workerinput"):
         return
-    config._kevin_build_cache = tempfile.TemporaryDirectory(prefix="kevin-test-cache-")
-    os.environ["KEVIN_TUI_TEST_CACHE"] = config._kevin_build_cache.name
+    if not os.environ.get("KEVIN_TUI_TEST_CACHE"):
+        config._kevin_build_cache = tempfile.TemporaryDirectory(prefix="kevin-test-cache-")
+        os.environ["KEVIN_TUI_TEST_CACHE"] = config._kevin_build_cache.name
+    config._kevin_file_seconds = recorded_file_seconds()
+
+
+def file_seconds_path() -> Path:
+    return Path(os.environ["KEVIN_TUI_TEST_CACHE"]) / FILE_SECONDS
+
+
+def recorded_file_seconds() -> dict[str, float]:
+    try:
+        return json.loads(file_seconds_path().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Every test process orders the files by what the controller read once: a file written meanwhile by
+    another run cannot give two processes different orders (xdist stops on that)."""
+    node.workerinput["kevin_file_seconds"] = node.config._kevin_file_seconds
+
+
+def longest_files_first(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The test processes take whole files in this order (pyproject: --no-loadscope-reorder), so the files
+    that took longest last time start first and no process is left running a long one alone at the end;
+    a file never timed goes first of all, and without any record the files go by number of tests (xdist's
+    own order)."""
+    seconds = getattr(config, "workerinput", {}).get("kevin_file_seconds", {})
+    files = Counter(item.nodeid.split("::")[0] for item in items)
+    order = {name: (-seconds.get(name, math.inf), -count) for name, count in files.items()}
+    items.sort(key=lambda item: order[item.nodeid.split("::")[0]])  # stable: a file's tests keep their order
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Each file's seconds (setup, call and teardown of its tests), added up where the reports arrive."""
+    name = report.nodeid.split("::")[0]
+    FILE_TIMES[name] = FILE_TIMES.get(name, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The controller (or the only process) of a whole run (the README's command: every file, no -k or -m,
+    not stopped early) records each file's seconds for the next run's order."""
+    config = session.config
+    whole = config.args_source is pytest.Config.ArgsSource.TESTPATHS and not config.option.keyword
+    whole = whole and not config.option.markexpr and not (session.shouldfail or session.shouldstop)
+    if hasattr(config, "workerinput") or not whole or exitstatus not in (0, 1) or not FILE_TIMES:
+        return
+    path = file_seconds_path()
+    fresh = path.with_suffix(f".{os.getpid()}.tmp")
+    try:
+        fresh.write_text(json.dumps({name: round(s, 1) for name, s in sorted(FILE_TIMES.items())}, indent=1))
+        fresh.replace(path)
+    except OSError:
+        fresh.unlink(missing_ok=True)
 
 
 def pytest_unconfigure(config):

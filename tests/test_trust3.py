@@ -162,22 +162,11 @@ def test_ordinary_flags_link_options_and_sources_pass():
     assert spec["extra_ldflags"][0] == "-lcublas"
 
 
-def test_a_newline_flag_cannot_poison_the_precompiled_headers(relu_problem, build_cache):
-    options = EvalOptions(device="cpu", timing=False, shapes="off", cache_dir=build_cache)
-    victim = candidate("relu_cpp.py").replace("relu_ext", f"relu_after_pch_{os.getpid()}_{int(time.time())}")
-    with Evaluator(relu_problem, options) as evaluator:
-        attack = evaluator.evaluate(trust3("pch_poison_newline_flag"))
-        assert attack.status is Status.COMPILE_ERROR and "control character" in attack.message, attack.message
-        headers = sorted((build_cache / "pch").glob("*/torch_extension_pch.h"))
-        assert headers and all(h.read_text() == "#include <torch/extension.h>\n" for h in headers)
-        after = evaluator.evaluate(victim)
-    assert after.status is Status.CORRECT, after.message
-    assert not after.details["builds"][0]["cached"]
-
-
-def test_the_precompiled_headers_are_read_only_to_every_builder(relu_problem, build_cache, monkeypatch):
-    """Whatever a build does, the header store is not its to write: every builder sees it read-only, and the
-    trusted step that makes a header writes only a fresh directory of its own, which the host records."""
+@pytest.fixture(scope="module")
+def header_attack(relu_problem, build_cache):
+    """One evaluator, every worker it starts recorded with its binds: the newline-flag attack on the
+    precompiled headers, the headers as it left them, then an honest kernel of a name no build has had, so
+    a builder really compiles it with those headers (one fresh build serves both tests below)."""
     from kevin_tui.evaluator.host import builds
 
     seen: list[tuple[str, list]] = []
@@ -187,11 +176,30 @@ def test_the_precompiled_headers_are_read_only_to_every_builder(relu_problem, bu
             seen.append((scratch.name, list(binds)))
             super().__init__(role, scratch, env, sandbox, binds, limits, prefix)
 
-    monkeypatch.setattr(builds, "WorkerProcess", Recorded)
     options = EvalOptions(device="cpu", timing=False, shapes="off", cache_dir=build_cache)
-    probe = candidate("relu_cpp.py").replace("relu_ext", f"relu_pch_probe_{os.getpid()}_{int(time.time())}")
-    with Evaluator(relu_problem, options) as evaluator:
-        assert evaluator.evaluate(probe).status is Status.CORRECT
+    victim = candidate("relu_cpp.py").replace("relu_ext", f"relu_after_pch_{os.getpid()}_{int(time.time())}")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(builds, "WorkerProcess", Recorded)
+        with Evaluator(relu_problem, options) as evaluator:
+            attack = evaluator.evaluate(trust3("pch_poison_newline_flag"))
+            headers = {h: h.read_text() for h in sorted((build_cache / "pch").glob("*/torch_extension_pch.h"))}
+            after = evaluator.evaluate(victim)
+    return attack, headers, after, seen
+
+
+def test_a_newline_flag_cannot_poison_the_precompiled_headers(header_attack):
+    attack, headers, after, _ = header_attack
+    assert attack.status is Status.COMPILE_ERROR and "control character" in attack.message, attack.message
+    assert headers and all(text == "#include <torch/extension.h>\n" for text in headers.values())
+    assert after.status is Status.CORRECT, after.message
+    assert not after.details["builds"][0]["cached"]
+
+
+def test_the_precompiled_headers_are_read_only_to_every_builder(header_attack, build_cache):
+    """Whatever a build does, the header store is not its to write: every builder sees it read-only, and the
+    trusted step that makes a header writes only a fresh directory of its own, which the host records."""
+    _, _, after, seen = header_attack
+    assert after.status is Status.CORRECT and not after.details["builds"][0]["cached"], after.message
     store = str(build_cache / "pch")
     for name, binds in seen:
         writable = [b.path for b in binds if b.writable]
