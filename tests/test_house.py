@@ -138,3 +138,23 @@ def test_optimize_resume_names_the_prompt_files_changed_since_the_session(tmp_pa
     resumed_launch(RunConfig(problem=problem), args)
     said = capsys.readouterr().err
     assert "resuming with other prompts" in said and "base.md changed" in said, said
+
+
+def test_a_build_staged_by_another_process_sharing_the_cache_is_no_tampering(tmp_path):
+    """Two kevin-tui processes (or two test processes) share a build cache: a library in another's staging
+    directory moves away when its build ends. That rejected an honest candidate ("the build cache entry
+    .tmp-... was changed while this candidate ran"); a finished library that changes is still tampering."""
+    from kevin_tui.evaluator.host.builds import STAGING, BuildBroker
+    from kevin_tui.evaluator.host.sandbox import Limits, choose
+
+    broker = BuildBroker(tmp_path / "builds", choose("off"), {}, Limits(), tmp_path / "scratch")
+    staged = broker.root / f"{STAGING}relu-0123-abcd" / "relu.so"
+    finished = broker.root / "relu-4567" / "relu.so"
+    for library in (staged, finished):
+        library.parent.mkdir(parents=True)
+        library.write_bytes(b"\x7fELF")
+    before = broker.libraries()
+    staged.unlink()
+    assert broker.tampered(before) == []
+    finished.write_bytes(b"\x7fELF changed")
+    assert broker.tampered(before) == [str(finished)]

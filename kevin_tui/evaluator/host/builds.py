@@ -49,6 +49,7 @@ from kevin_tui.evaluator.verdict import EnvironmentProblem
 
 CPP_HEADER_LINES = 1  # '#include <torch/extension.h>'
 CUDA_HEADER_LINES = 3  # torch/types.h, cuda.h, cuda_runtime.h
+STAGING = ".tmp-"  # a build directory's name while its builder works in it
 FLAG_LISTS = ("extra_cflags", "extra_cuda_cflags", "extra_ldflags")
 # Flags that make a compiler or linker run (or load) another program, or write outside its build.
 DENIED_FLAGS = (
@@ -229,8 +230,10 @@ class BuildBroker:
         return manifest
 
     def libraries(self) -> dict[str, list[int] | None]:
-        """Every cached library and its identity now: what `tampered` compares with, later."""
-        return {str(p): _identity_or_none(p) for p in self.root.glob("*/*.so")}
+        """Every cached library and its identity now: what `tampered` compares with, later. A build still in
+        its staging directory (this process's or another's sharing the cache) is not in the cache yet: it
+        moves away when done, which is no tampering."""
+        return {str(p): _identity_or_none(p) for p in self.root.glob("*/*.so") if not p.parent.name.startswith(STAGING)}
 
     def tampered(self, before: dict[str, list[int] | None]) -> list[str]:
         """Libraries in the cache that changed since `before` and no longer match the host's record (a
@@ -310,7 +313,7 @@ class BuildBroker:
         self, spec: dict[str, Any], versions: dict[str, Any], directory: Path, record: BuildRecord, deadline: float
     ) -> None:
         pch_key = self.precompiled_header(spec, deadline)
-        temporary = self.root / f".tmp-{directory.name}-{secrets.token_hex(4)}"
+        temporary = self.root / f"{STAGING}{directory.name}-{secrets.token_hex(4)}"
         temporary.mkdir()
         binding = ""
         if spec["kind"] == "inline" and reusable(spec):
