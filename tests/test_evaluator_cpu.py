@@ -12,7 +12,6 @@ import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.evaluator.host.workers import spares_paused
-from kevin_tui.evaluator.protocol import WITH_DYNAMO
 from kevin_tui.problem import ProblemError, load_problem
 from kevin_tui.processes import descendants, process_state
 from tests.conftest import PROBLEMS, candidate, gone_within
@@ -281,10 +280,9 @@ def test_spares_still_starting_are_stopped_while_a_kernel_is_timed(relu):
             late.kill()
 
 
-def test_torch_dynamo_is_imported_by_the_timed_workers_only_when_something_compiles(relu, monkeypatch):
-    """torch._dynamo is 40% of a worker's start. Prebuilding (batch mode) starts a worker that never times,
-    without it; on the CPU with nothing compiled the judged worker goes without it too, as the reference
-    does (both sides dispatch alike); the compile baseline, --compiled or a GPU make both import it."""
+def test_a_build_only_worker_skips_dynamo_and_a_judged_one_imports_it(relu, monkeypatch):
+    """Prebuilding (batch mode) starts a worker that never times, without torch._dynamo (40% of a start);
+    the worker that judges and times imports it, as the reference does, so both sides dispatch alike."""
     judged: list[str] = []
 
     def on_progress(phase: str, detail: str) -> None:
@@ -296,9 +294,4 @@ def test_torch_dynamo_is_imported_by_the_timed_workers_only_when_something_compi
     built = [path.read_text() for path in relu.scratch.glob("candidate-*/dynamo-imported.txt")]
     monkeypatch.setattr(relu, "run_context", replace(relu.run_context, on_progress=on_progress))
     assert relu.evaluate(source).status is Status.CORRECT
-    assert built == ["False\n"] and judged == ["False\n"]
-    assert relu.env[WITH_DYNAMO] == "" and not relu.options.compiles
-    assert (
-        EvalOptions(device="cpu", compiled=True).compiles and EvalOptions(device="cpu", compile_baseline=True).compiles
-    )
-    assert EvalOptions(device="cuda").compiles and not EvalOptions(device="cuda", compile_baseline=False).compiles
+    assert built == ["False\n"] and judged == ["True\n"]

@@ -17,10 +17,9 @@ from typing import Any
 MAX_EVENT_BYTES = 1 << 20
 # Under --compiled: the read-only compile cache a candidate worker copies its own from (Evaluator.compile_cache)
 COMPILE_SEED = "KEVIN_TUI_COMPILE_SEED"
-# Set ("1") for the workers that time calls when anything in the evaluation compiles (the compile baseline,
-# --compiled): importing torch._dynamo changes dispatch, so both sides import it alike (worker/main.py), and
-# only then, since it is 40% of a start. A build-only worker gets it empty: it times nothing.
-WITH_DYNAMO = "KEVIN_TUI_WITH_DYNAMO"
+# Set for a candidate worker that only loads the candidate (its builds) and is killed: it times nothing, so
+# it skips torch._dynamo, which timed workers import alike (worker/main.py) and which is 40% of a start.
+BUILD_ONLY = "KEVIN_TUI_BUILD_ONLY"
 MAX_LIST_ITEMS = 100_000
 
 # Statuses a candidate worker may report about itself. "compiled" and "correct" are never among them.

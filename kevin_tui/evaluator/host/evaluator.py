@@ -33,7 +33,7 @@ from kevin_tui.evaluator.host.sanitizer import find_sanitizer, sanitize_pass, to
 from kevin_tui.evaluator.host.scratch import WorkerFiles, given_dir, make_scratch
 from kevin_tui.evaluator.host.static_checks import run_static_checks, uses_triton
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerProcess, WorkerTimeout, kill_workers_under
-from kevin_tui.evaluator.protocol import COMPILE_SEED, WITH_DYNAMO, ProtocolViolation
+from kevin_tui.evaluator.protocol import BUILD_ONLY, COMPILE_SEED, ProtocolViolation
 from kevin_tui.evaluator.verdict import EnvironmentProblem, Status, Verdict, Warning_
 from kevin_tui.problem import Problem, top_level_names
 
@@ -93,7 +93,7 @@ class Evaluator:
         self.scratch = make_scratch()
         inbox = self.scratch / "inbox"
         inbox.mkdir()
-        self.env = {**worker_env(), WITH_DYNAMO: "1" if self.options.compiles else ""}
+        self.env = worker_env()
         self.limits = Limits(memory=self.options.memory_limit) if self.options.memory_limit else Limits()
         init_seed = self.options.seed if self.options.seed is not None else secrets.randbits(31)
         self.broker = BuildBroker(self.options.cache_dir / "builds", self.sandbox, self.env, self.limits, self.scratch)
@@ -322,7 +322,7 @@ class Evaluator:
             list(pool.map(self._build_only, sources))
 
     def _build_only(self, source: str) -> None:
-        worker, scratch = self.spawn_candidate_worker(extra_env={WITH_DYNAMO: ""})
+        worker, scratch = self.spawn_candidate_worker(extra_env={BUILD_ONLY: "1"})
         run = HostRun(self.run_context, worker, scratch, source)
         run.files.write("candidate.py", source.encode())
         try:

@@ -6,8 +6,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kevin_tui.devices import resolve_device
-
 
 def default_cache_dir() -> Path:
     if explicit := os.environ.get("KEVIN_TUI_CACHE_DIR"):
@@ -43,11 +41,3 @@ class EvalOptions:
     memory_limit: int | None = None  # bytes per worker; None: half the machine's memory
     peaks: dict[str, dict] | None = None  # device name -> {bandwidth_gbs, fp32_tflops, tensor_tflops}
     cache_dir: Path = field(default_factory=default_cache_dir)
-
-    @property
-    def compiles(self) -> bool:
-        """Whether anything in this evaluation runs torch.compile: the compile baseline (on by default for
-        CUDA, "auto" included where a GPU is seen) or --compiled."""
-        if self.compiled or self.compile_baseline:
-            return True
-        return self.compile_baseline is None and resolve_device(self.device) != "cpu"
