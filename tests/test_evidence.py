@@ -92,11 +92,11 @@ def test_times_the_host_clock_cannot_confirm_are_refused():
 
 def test_speed_of_light_counts_by_hand(build_cache):
     options = EvalOptions(device="cpu", timing=False, cache_dir=build_cache)
-    with Evaluator(load_problem(PROBLEMS / "small_matmul.py"), options) as matmul:
+    with Evaluator(load_problem(PROBLEMS / "small_matmul.py"), options, prespawn=False) as matmul:
         ready = matmul.reference_ready()
         assert ready["flops"] == 2 * 64 * 32 * 16
         assert ready["work_bytes"] == (64 * 32 + 32 * 16 + 64 * 16) * 4
-    with Evaluator(load_problem(PROBLEMS / "small_conv.py"), options) as conv:
+    with Evaluator(load_problem(PROBLEMS / "small_conv.py"), options, prespawn=False) as conv:
         ready = conv.reference_ready()
         out = 2 * 8 * 14 * 14
         assert ready["flops"] == 2 * out * 3 * 3 * 3  # multiply-adds per output element: in_ch * k * k

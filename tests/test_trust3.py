@@ -79,7 +79,7 @@ def test_the_host_never_moves_a_file_it_is_told_to_outside_the_workers_scratch(r
     victim.write_text("the user's file")
     try:
         options = EvalOptions(device="cpu", timing=False, shapes="warn", cache_dir=build_cache)
-        with Evaluator(relu_problem, options) as evaluator:
+        with Evaluator(relu_problem, options, prespawn=False) as evaluator:
             verdict = evaluator.evaluate(trust3("shape_path_escape"))
         assert verdict.status is Status.REJECTED and "own directory" in verdict.message, verdict.message
         assert victim.read_text() == "the user's file"
@@ -211,13 +211,15 @@ def test_the_precompiled_headers_are_read_only_to_every_builder(header_attack, b
 
 def test_a_library_swapped_together_with_the_manifest_beside_it_is_caught(relu_problem, build_cache):
     options = EvalOptions(device="cpu", timing=False, shapes="off", sandbox="off", cache_dir=build_cache)
-    with Evaluator(relu_problem, options) as evaluator:
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
         attack = evaluator.evaluate(trust3("cache_swap_with_manifest"))
         # the library it loaded is the copy handed to it (host/scratch.hand_out), not the cache's: swapping it
         # (and writing a manifest beside it) changes nothing the host trusts; a swap of the cache itself is
         # caught by the before/after comparison
         assert attack.status in (Status.CORRECT, Status.REJECTED), attack.message
-    with Evaluator(relu_problem, options) as evaluator:  # a new evaluator trusts nothing beside the library
+    with Evaluator(
+        relu_problem, options, prespawn=False
+    ) as evaluator:  # a new evaluator trusts nothing beside the library
         after = evaluator.evaluate(candidate("relu_cpp.py"))
     assert after.status is Status.CORRECT, after.message
 

@@ -41,7 +41,7 @@ HONEST = {  # name: (problem, evaluation options)
 
 def evaluate(problem, source: str, build_cache, **options):
     settings = {"device": "cpu", "timing_trials": 10, "shapes": "off", "profile": False, "cache_dir": build_cache}
-    with Evaluator(load_problem(problem), EvalOptions(**{**settings, **options})) as evaluator:
+    with Evaluator(load_problem(problem), EvalOptions(**{**settings, **options}), prespawn=False) as evaluator:
         return evaluator.evaluate(source)
 
 
