@@ -126,3 +126,13 @@ def test_strict_reads_the_extension(strict, name, expected):
     assert verdict.status is expected, verdict.message
     if expected is Status.REJECTED:
         assert "torch_compute_ops" in verdict.message and "torch_compute_in_extension" in verdict.message
+
+
+def test_strict_reads_the_kernels_the_built_library_calls_however_the_source_spelt_them(strict):
+    """The sixth red team's `strict_namespace_alias.py`: a namespace alias hid `at::cpu::clamp_min` from the
+    text scan and the dispatcher-free call from the op count (`correct` under --strict); the library's
+    imported symbols name it."""
+    source = (CANDIDATES / "redteam6" / "strict_namespace_alias.py").read_text()
+    verdict = strict.evaluate(source)
+    assert verdict.status is Status.REJECTED and "torch_compute_in_extension" in verdict.message, verdict.message
+    assert "at::cpu::clamp_min" in verdict.details["builds"][0]["torch_calls"]

@@ -24,6 +24,7 @@ import os
 import re
 import secrets
 import shutil
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -171,6 +172,24 @@ def normalise(request: dict[str, Any]) -> dict[str, Any]:
 
 def uses_cuda(spec: dict[str, Any]) -> bool:
     return bool(spec["cuda_sources"]) or any(name.endswith(".cu") for name, _ in spec["sources"])
+
+
+# PyTorch kernels called past the dispatcher (a backend's own entry `at::cpu::clamp_min`, `at::native::`, a
+# `redispatch`): the runtime op count cannot see them, and C++ can spell the call any way it likes (a namespace
+# alias, a using-declaration, a macro), so the symbols the built library imports are read instead.
+PAST_THE_DISPATCHER = re.compile(r"\bat::(?:cpu|cuda|native|meta|composite\w*)::\w+|\bat::_ops::\w+::redispatch\b")
+MAX_SYMBOL_TEXT = 4 << 20
+
+
+def kernels_called_past_the_dispatcher(library: Path) -> list[str]:
+    """Those PyTorch kernels among `library`'s undefined dynamic symbols (demangled by binutils' nm, which
+    every machine that links an extension has; none found when it cannot run)."""
+    try:
+        listed = subprocess.run(["nm", "-D", "--undefined-only", "-C", str(library)], capture_output=True,
+                                text=True, errors="replace", timeout=60, check=False).stdout  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return list(dict.fromkeys(m.group(0) for m in PAST_THE_DISPATCHER.finditer(listed[:MAX_SYMBOL_TEXT])))
 
 
 @dataclass

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kevin_tui.evaluator.compiler_output import demangle
-from kevin_tui.evaluator.host.builds import BuildBroker, BuildRecord
+from kevin_tui.evaluator.host.builds import BuildBroker, BuildRecord, kernels_called_past_the_dispatcher
 from kevin_tui.evaluator.host.compiled import under_compile
 from kevin_tui.evaluator.host.options import EvalOptions
 from kevin_tui.evaluator.host.reference import ReferenceLost, ReferenceWorker
@@ -415,6 +415,11 @@ class HostRun:
             raise Decided(Verdict(Status.TIMEOUT, message)) from None
         built = [*request["cpp_sources"], *request["cuda_sources"], *(text for _, text in request["sources"])]
         record.torch_calls = cpp_torch_compute("\n".join(built))  # the text built, however it was made
+        if record.ok:  # and the kernels the library calls, however the text spelt them
+            library = Path(record.directory) / f"{record.name}.so"
+            record.torch_calls += [
+                c for c in kernels_called_past_the_dispatcher(library) if c not in record.torch_calls
+            ]
         self.builds.append(record)
         answer = {"cmd": "build_result", "ok": record.ok, "message": record.message, "uses_cuda": record.uses_cuda}
         if record.ok:
