@@ -41,7 +41,9 @@ EXPECTED = {
     "timing_time_call": None,
     "timing_guard_snapshot": None,
     "timing_ctypes_vectorcall": None,  # its faked clock no longer matters: the host clock gives its real speed
-    "timing_hidden_thread": {Status.INCORRECT, Status.REJECTED},
+    # the thread's work lands in the round the host times (and its CPU time is charged): its docstring's
+    # "correct at the real speed" is a true verdict too, and the speedup check below holds it to that
+    "timing_hidden_thread": {Status.INCORRECT, Status.REJECTED, Status.CORRECT},
     "timing_guard_class_patch": None,
     "timing_pin_reference": None,
     "cache_poison_so": None,
