@@ -19,6 +19,7 @@ from kevin_tui.errors import KevinError
 from kevin_tui.evaluator import EvalOptions, Evaluator
 from kevin_tui.evaluator.evidence import PART_NAMES
 from kevin_tui.evaluator.report import evidence_lines
+from kevin_tui.judge import JudgeFactory
 from kevin_tui.loop import Candidate
 from kevin_tui.protocol.notes import profile_note
 from kevin_tui.ranking import ranked
@@ -95,10 +96,11 @@ def _record(candidate: Candidate, several: bool) -> dict:
                        ref.trajectory if several else None)  # fmt: skip
 
 
-async def run_headless(config: RunConfig) -> int:
+async def run_headless(config: RunConfig, judge: JudgeFactory = Evaluator) -> int:
+    """The turns asked for, printed as they finish; `judge` is the evaluator (a test's judge in tests)."""
     session: Path | None = None
     try:
-        async with Driver.open(config, reporter(config.json, config.problem.trajectories > 1)) as driver:
+        async with Driver.open(config, reporter(config.json, config.problem.trajectories > 1), judge) as driver:
             session = driver.session_path
             print(f"session: {session}", file=sys.stderr)
             notes = list(config.notes)

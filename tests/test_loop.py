@@ -1,5 +1,12 @@
-"""The refinement loop end to end on the CPU: scripted replies and a real server, real evaluation,
-sessions written as it goes, killed, reloaded, resumed and replayed."""
+"""The refinement loop end to end on the CPU: scripted replies and a real server, sessions written as
+it goes, killed, reloaded, resumed and replayed.
+
+`optimize --headless` runs in its own process with the real sandboxed evaluator in the tests that need a
+process of their own (the end-to-end three turns, a SIGKILL, a problem whose forward raises, the missing
+GPU); the others run the same command line in this process, judged by the tests' in-process judge
+(tests/fake_judge.py), as the driver and app tests do: what they prove is the loop's, the session's and
+resume's, and the real evaluator's verdicts are proven by its own tests and joined to the loop by
+test_three_turns_with_scripted_replies."""
 
 from __future__ import annotations
 
@@ -13,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from kevin_tui import headless
+from kevin_tui.cli import main
 from kevin_tui.session import load_session
 from kevin_tui.session.events import (
     AcceptEvent,
@@ -24,6 +33,7 @@ from kevin_tui.session.events import (
     ReplyEvent,
 )
 from tests.conftest import PROBLEMS, RELU, candidate, has_cuda_device
+from tests.fake_judge import InProcessJudge
 
 THINKING = "Let me think about memory coalescing. SECRET-CHAIN-OF-THOUGHT " * 20
 
@@ -53,6 +63,27 @@ def optimize(tmp_path: Path, *args: str, problem: Path = RELU, timeout: float = 
          "--sessions-dir", str(tmp_path / "sessions"), *args],
         capture_output=True, text=True, timeout=timeout, cwd=tmp_path, env={**os.environ, **REPO_PATH},
     )  # fmt: skip
+
+
+@pytest.fixture
+def optimize_here(tmp_path, build_cache, monkeypatch, capsys):
+    """`kevin-tui optimize PROBLEM --headless --device cpu` (the command line `optimize` runs) in this
+    process, from `tmp_path`, judged in process: exit code, stdout and stderr as a finished process's."""
+    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+    monkeypatch.chdir(tmp_path)
+    real = headless.run_headless
+    monkeypatch.setattr(headless, "run_headless", lambda config: real(config, InProcessJudge))
+
+    def run(*args: str, problem: Path = RELU) -> subprocess.CompletedProcess:
+        argv = ["optimize", str(problem), "--headless", "--device", "cpu", "--sessions-dir",
+                str(tmp_path / "sessions"), *args]  # fmt: skip
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(argv, exited.value.code, out, err)
+
+    return run
 
 
 def json_lines(text: str) -> list[dict]:
@@ -98,13 +129,12 @@ def test_three_turns_with_scripted_replies(tmp_path, script, build_cache, monkey
     assert session.id in listing.stdout and "19_ReLU.py" in listing.stdout and "finished" in listing.stdout
 
 
-def test_notes_and_resume_continue_the_history(tmp_path, script, build_cache, monkeypatch):
-    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+def test_notes_and_resume_continue_the_history(tmp_path, script, optimize_here):
     replies = script(reply("slightly_wrong.py"), reply("relu_torch.py"))
-    first = optimize(tmp_path, "--turns", "1", "--backend", "scripted", "--script", str(replies))
+    first = optimize_here("--turns", "1", "--backend", "scripted", "--script", str(replies))
     assert first.returncode == 0 and first.stdout.startswith("turn 1: incorrect")
-    second = optimize(tmp_path, "--turns", "1", "--resume", "last", "--note", "Use a grid-stride loop.",
-                      "--backend", "scripted", "--script", str(replies))  # fmt: skip
+    second = optimize_here("--turns", "1", "--resume", "last", "--note", "Use a grid-stride loop.",
+                           "--backend", "scripted", "--script", str(replies))  # fmt: skip
     assert second.returncode == 0, second.stderr
     assert second.stdout.startswith("turn 2:")
     session = only_session(tmp_path)
@@ -114,18 +144,14 @@ def test_notes_and_resume_continue_the_history(tmp_path, script, build_cache, mo
     assert [e.turn for e in session.of_type(AttemptEvent)] == [1, 2]
 
 
-def test_a_reply_without_a_summary_gets_one_follow_up_and_later_prompts_show_it(
-    tmp_path, script, build_cache, monkeypatch
-):
-    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+def test_a_reply_without_a_summary_gets_one_follow_up_and_later_prompts_show_it(tmp_path, script, optimize_here):
     code_only = {"reasoning": THINKING, "answer": f"```python\n{candidate('relu_torch.py')}```\n"}
     replies = script(
         code_only,
         {"when": ["Summarize your changes in a few sentences"], "answer": "FOLLOW-UP-SUMMARY: clamped in place."},
         {"when": ["FOLLOW-UP-SUMMARY"], **reply("relu_torch.py")},
     )
-    result = optimize(tmp_path, "--turns", "2", "--json", "--no-timing", "--backend", "scripted",
-                      "--script", str(replies))  # fmt: skip
+    result = optimize_here("--turns", "2", "--json", "--no-timing", "--backend", "scripted", "--script", str(replies))
     assert result.returncode == 0, result.stderr
     session = only_session(tmp_path)
     first = session.of_type(KernelEvent)[0]
@@ -134,11 +160,10 @@ def test_a_reply_without_a_summary_gets_one_follow_up_and_later_prompts_show_it(
     assert "SECRET-CHAIN-OF-THOUGHT" not in session.of_type(PromptEvent)[1].text
 
 
-def test_parallel_candidates_are_ranked_and_the_best_goes_on(tmp_path, script, build_cache, monkeypatch):
-    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+def test_parallel_candidates_are_ranked_and_the_best_goes_on(tmp_path, script, optimize_here):
     replies = script(reply("slightly_wrong.py"), reply(None), reply("relu_torch.py"))
-    result = optimize(tmp_path, "--turns", "1", "--candidates", "3", "--json", "--backend", "scripted",
-                      "--script", str(replies))  # fmt: skip
+    result = optimize_here("--turns", "1", "--candidates", "3", "--json", "--backend", "scripted",
+                           "--script", str(replies))  # fmt: skip
     assert result.returncode == 0, result.stderr
     (turn,) = json_lines(result.stdout)
     assert turn["status"] == "correct"
@@ -148,7 +173,7 @@ def test_parallel_candidates_are_ranked_and_the_best_goes_on(tmp_path, script, b
     assert session.of_type(AttemptEvent)[0].candidate == turn["candidate"]
 
 
-def test_sigkill_mid_stream_keeps_the_session_and_resume_works(tmp_path, script, build_cache):
+def test_sigkill_mid_stream_keeps_the_session_and_resume_works(tmp_path, script, build_cache, optimize_here):
     replies = script({"reasoning": THINKING * 20, "answer": "```python\n" + candidate("relu_torch.py") + "```\nok"})
     env = {**os.environ, **REPO_PATH, "KEVIN_TUI_CACHE_DIR": str(build_cache)}
     proc = subprocess.Popen(
@@ -171,17 +196,16 @@ def test_sigkill_mid_stream_keeps_the_session_and_resume_works(tmp_path, script,
     session = load_session(files[0])
     assert session.state == "interrupted" and "incomplete" in session.warning
     assert session.of_type(PromptEvent) and not session.of_type(EvaluationEvent)
-    resumed = optimize(tmp_path, "--turns", "1", "--resume", session.id, "--backend", "scripted", "--script",
-                       str(script(reply("relu_torch.py"))))  # fmt: skip
+    resumed = optimize_here("--turns", "1", "--resume", session.id, "--backend", "scripted", "--script",
+                            str(script(reply("relu_torch.py"))))  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr
     assert "line" in resumed.stderr and "incomplete" in resumed.stderr
     after = load_session(files[0])
     assert after.warning is None and after.state == "finished"
 
 
-def test_an_unreachable_server_fails_clearly_and_keeps_nothing_broken(tmp_path, build_cache, monkeypatch):
-    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
-    result = optimize(tmp_path, "--turns", "2", "--server", "http://127.0.0.1:9", "--model", "kevin")
+def test_an_unreachable_server_fails_clearly_and_keeps_nothing_broken(tmp_path, optimize_here):
+    result = optimize_here("--turns", "2", "--server", "http://127.0.0.1:9", "--model", "kevin")
     assert result.returncode == 1 and "cannot reach the model server" in result.stderr
     assert "Traceback" not in result.stderr
     session = only_session(tmp_path)
@@ -195,15 +219,14 @@ def test_a_broken_problem_fails_before_any_model(tmp_path):
     assert not (tmp_path / "sessions").exists() or not list((tmp_path / "sessions").glob("*.jsonl"))
 
 
-def test_end_to_end_against_transformers_serve(tmp_path, tiny_model, build_cache, monkeypatch):
+def test_end_to_end_against_transformers_serve(tmp_path, tiny_model, optimize_here):
     from kevin_tui.processes import kill_process_group
     from tests.test_models import start_server
 
-    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
     proc, url = start_server(tiny_model, tmp_path / "serve.log")
     try:
-        result = optimize(tmp_path, "--turns", "2", "--json", "--server", url, "--model", str(tiny_model),
-                          "--max-tokens", "40", "--sampling-seed", "1")  # fmt: skip
+        result = optimize_here("--turns", "2", "--json", "--server", url, "--model", str(tiny_model),
+                               "--max-tokens", "40", "--sampling-seed", "1")  # fmt: skip
     finally:
         kill_process_group(proc)
     assert result.returncode == 0, result.stderr
@@ -219,11 +242,10 @@ def test_replay_the_shipped_example():
     assert len(turns) >= 3 and any(t["status"] == "correct" for t in turns)
 
 
-def test_several_trajectories_side_by_side(tmp_path, script, build_cache, monkeypatch):
-    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+def test_several_trajectories_side_by_side(tmp_path, script, optimize_here):
     replies = script(reply("slightly_wrong.py"), reply("relu_torch.py"), reply("relu_torch.py"), reply(None))
-    result = optimize(tmp_path, "--turns", "2", "--trajectories", "2", "--json", "--backend", "scripted",
-                      "--script", str(replies))  # fmt: skip
+    result = optimize_here("--turns", "2", "--trajectories", "2", "--json", "--backend", "scripted",
+                           "--script", str(replies))  # fmt: skip
     assert result.returncode == 0, result.stderr
     turns = json_lines(result.stdout)
     assert [(t["trajectory"], t["turn"]) for t in turns] == [(0, 1), (1, 1), (0, 2), (1, 2)]
@@ -238,8 +260,7 @@ def test_several_trajectories_side_by_side(tmp_path, script, build_cache, monkey
     assert json_lines(replay.stdout) == turns
 
 
-def test_accept_best_commits_the_fastest_correct_kernel_and_records_it(tmp_path, script, build_cache, monkeypatch):
-    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+def test_accept_best_commits_the_fastest_correct_kernel_and_records_it(tmp_path, script, optimize_here, monkeypatch):
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     project = tmp_path / "proj"
@@ -247,8 +268,8 @@ def test_accept_best_commits_the_fastest_correct_kernel_and_records_it(tmp_path,
     problem = project / "relu.py"
     problem.write_text(RELU.read_text())
     replies = script(reply("relu_torch.py"), reply("slightly_wrong.py"))
-    result = optimize(tmp_path, "--turns", "2", "--accept", "best", "--accept-slower", "--git-init", "--backend",
-                      "scripted", "--script", str(replies), problem=problem)  # fmt: skip
+    result = optimize_here("--turns", "2", "--accept", "best", "--accept-slower", "--git-init", "--backend",
+                           "scripted", "--script", str(replies), problem=problem)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "accepted turn 1" in result.stderr
     session = only_session(tmp_path)
@@ -260,27 +281,25 @@ def test_accept_best_commits_the_fastest_correct_kernel_and_records_it(tmp_path,
                                          text=True).stdout  # fmt: skip
 
 
-def test_resume_when_the_problem_file_is_gone_uses_the_recorded_source(tmp_path, script, build_cache, monkeypatch):
-    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+def test_resume_when_the_problem_file_is_gone_uses_the_recorded_source(tmp_path, script, optimize_here):
     problem = tmp_path / "relu.py"
     problem.write_text(RELU.read_text())
     replies = script(reply("slightly_wrong.py"), reply("relu_torch.py"))
-    assert optimize(tmp_path, "--turns", "1", "--backend", "scripted", "--script", str(replies),
-                    problem=problem).returncode == 0  # fmt: skip
+    assert optimize_here("--turns", "1", "--backend", "scripted", "--script", str(replies),
+                         problem=problem).returncode == 0  # fmt: skip
     problem.unlink()
-    resumed = optimize(tmp_path, "--turns", "1", "--resume", "last", "--backend", "scripted", "--script",
-                       str(replies))  # fmt: skip
+    resumed = optimize_here("--turns", "1", "--resume", "last", "--backend", "scripted", "--script", str(replies))
     assert resumed.returncode == 0, resumed.stderr
     assert "is gone since the session began" in resumed.stderr and resumed.stdout.startswith("turn 2:")
 
 
-def test_a_slower_best_kernel_is_not_accepted_headless_without_accept_slower(tmp_path, script, build_cache,
-                                                                             monkeypatch):  # fmt: skip
-    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+def test_a_slower_best_kernel_is_not_accepted_headless_without_accept_slower(tmp_path, script, optimize_here):
+    """The in-process judge finds relu_slow.py slower by the compute ops it dispatches; the real
+    evaluator's clock finding it slower is test_cli.py::test_a_slower_kernel_is_accepted_only_when_asked_as_in_the_app."""
     problem = tmp_path / "relu.py"
     problem.write_text(RELU.read_text())
-    result = optimize(tmp_path, "--turns", "1", "--accept", "best", "--backend", "scripted", "--script",
-                      str(script(reply("relu_slow.py"))), "--timing-trials", "20", problem=problem)  # fmt: skip
+    result = optimize_here("--turns", "1", "--accept", "best", "--backend", "scripted", "--script",
+                           str(script(reply("relu_slow.py"))), "--timing-trials", "20", problem=problem)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "not accepted" in result.stderr and "--accept-slower" in result.stderr
     assert not (tmp_path / "relu_kernel.py").exists() and not only_session(tmp_path).of_type(AcceptEvent)
@@ -300,18 +319,17 @@ def test_without_a_gpu_or_a_server_it_says_what_to_do_at_once(tmp_path):
     assert not (tmp_path / "sessions").exists()
 
 
-def test_resume_starts_the_sessions_backend_and_cuts_a_corrupt_line_first(tmp_path, script, build_cache, monkeypatch):
+def test_resume_starts_the_sessions_backend_and_cuts_a_corrupt_line_first(tmp_path, script, optimize_here):
     """`optimize --resume last` with no model flags: the session's scripted backend and script, not
     the default (before: "Kevin-32B ... cannot run on this machine's CPU"). A corrupt line in the
     middle is moved to FILE.corrupt before the new turn is appended, so the new turn is read back."""
-    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
     replies = script(reply("slightly_wrong.py"), reply("relu_torch.py"))
-    first = optimize(tmp_path, "--turns", "1", "--backend", "scripted", "--script", str(replies))
+    first = optimize_here("--turns", "1", "--backend", "scripted", "--script", str(replies))
     assert first.returncode == 0, first.stderr
     path = only_session(tmp_path).path
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[:-1]) + '{"type": "attempt", "tur\n' + lines[-1])  # corrupt, before the end
-    resumed = optimize(tmp_path, "--turns", "1", "--resume", "last")
+    resumed = optimize_here("--turns", "1", "--resume", "last")
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming as the session was started: --backend scripted --script" in resumed.stderr
     assert "is corrupt" in resumed.stderr and f"{path.name}.corrupt" in resumed.stderr
