@@ -47,6 +47,12 @@ class InProcessJudge:
             self.reference = import_file(problem.path, f"fake_judge_reference_{next(names)}")
         except Exception as exc:
             raise ProblemError(f"{problem.path}: importing it raised {type(exc).__name__}: {exc}") from None
+        try:  # as the real reference worker does before any candidate: a broken problem fails at open
+            torch.manual_seed(SEED)
+            with torch.no_grad():
+                self.reference.Model(*self.reference.get_init_inputs())(*self.reference.get_inputs())
+        except Exception as exc:
+            raise ProblemError(f"{problem.path}: the reference forward raised {type(exc).__name__}: {exc}") from None
 
     @property
     def device(self) -> str:

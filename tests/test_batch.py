@@ -1,7 +1,12 @@
 """Batch mode end to end on the CPU: five KernelBench problems and a broken one, two trajectories of
 three turns, scripted replies, real evaluation; killed with SIGKILL mid-run and resumed; the report
 and the RL export checked against the recorded verdicts; a real `transformers serve` taking
-concurrent requests; a local Ray instance giving the same report."""
+concurrent requests; a local Ray instance giving the same report.
+
+The resumed run is judged in this process by the tests' in-process judge (tests/fake_judge.py): what it
+proves is the run's (nothing lost or redone, the protocol's verdicts, the report, the export), and the
+run killed before it judged for real; a whole run judged for real, here and on Ray, is
+test_a_local_ray_instance_gives_the_same_report_as_without_ray."""
 
 from __future__ import annotations
 
@@ -16,12 +21,15 @@ from pathlib import Path
 
 import pytest
 
+from kevin_tui.batch import runner
 from kevin_tui.batch.manifest import Manifest
 from kevin_tui.batch.results import load_run, turn_records
+from kevin_tui.cli import main
 from kevin_tui.session import load_session
 from kevin_tui.session.events import EvaluationEvent, PromptEvent, ReplyEvent
 from tests.batch_problems import PLANS, expected_statuses, write_script
 from tests.conftest import PROBLEMS
+from tests.fake_judge import InProcessJudge
 
 REPO = Path(__file__).parents[1]
 FAST_EVAL = ["--device", "cpu", "--timing-trials", "10", "--shapes", "off", "--trials", "2", "--no-live"]
@@ -31,6 +39,19 @@ def batch(tmp_path: Path, *args: str, cache: Path, timeout: float = 600) -> subp
     env = {**os.environ, "PYTHONPATH": str(REPO), "KEVIN_TUI_CACHE_DIR": str(cache)}
     return subprocess.run([sys.executable, "-m", "kevin_tui", "batch", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=tmp_path, env=env)  # fmt: skip
+
+
+def batch_here(tmp_path: Path, *args: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+               cache: Path) -> subprocess.CompletedProcess:  # fmt: skip
+    """`kevin-tui batch ARGS` in this process, from `tmp_path`, its kernels judged in process."""
+    monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(cache))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "Evaluator", InProcessJudge)  # the local judge runner.placement gives
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main(["batch", *args])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(args, exited.value.code, out, err)
 
 
 def statuses(run: Path) -> dict[str, list[list[str]]]:
@@ -49,7 +70,8 @@ def evaluations(run: Path) -> int:
     return sum(len(load_session(p).of_type(EvaluationEvent)) for p in (run / "sessions").glob("*.jsonl"))
 
 
-def test_killed_mid_run_then_resumed_gives_the_protocols_verdicts_report_and_rl_data(tmp_path, build_cache):
+def test_killed_mid_run_then_resumed_gives_the_protocols_verdicts_report_and_rl_data(tmp_path, build_cache,
+                                                                                     monkeypatch, capsys):  # fmt: skip
     script = write_script(tmp_path / "script.json")
     problems = [str(p.path) for p in PLANS] + [str(PROBLEMS / "reference_raises.py")]
     run = tmp_path / "run"
@@ -75,7 +97,8 @@ def test_killed_mid_run_then_resumed_gives_the_protocols_verdicts_report_and_rl_
     assert before >= 6 and Manifest.load(run).problems  # the manifest survived the kill whole
 
     # no model flags: the run's own scripted backend and script (before: "Kevin-32B ... cannot run on this CPU")
-    resumed = batch(tmp_path, "--resume", str(run), "--export", "rl.jsonl", *FAST_EVAL, cache=build_cache)
+    resumed = batch_here(tmp_path, "--resume", str(run), "--export", "rl.jsonl", *FAST_EVAL, monkeypatch=monkeypatch,
+                         capsys=capsys, cache=build_cache)  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert evaluations(run) >= 30 and evaluations(run) <= 30 + 2  # nothing judged before the kill was lost or redone
 
