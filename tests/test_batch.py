@@ -3,10 +3,10 @@ three turns, scripted replies, real evaluation; killed with SIGKILL mid-run and 
 and the RL export checked against the recorded verdicts; a real `transformers serve` taking
 concurrent requests; a local Ray instance giving the same report.
 
-The resumed run is judged in this process by the tests' in-process judge (tests/fake_judge.py): what it
-proves is the run's (nothing lost or redone, the protocol's verdicts, the report, the export), and the
-run killed before it judged for real; a whole run judged for real, here and on Ray, is
-test_a_local_ray_instance_gives_the_same_report_as_without_ray."""
+The resumed run, and the run without Ray that the Ray run is compared with, are judged in this process
+by the tests' in-process judge (tests/fake_judge.py): what they prove is the run's (nothing lost or
+redone, the protocol's verdicts, the report, the export). The run killed mid-way judges for real on
+this machine's evaluator, and the Ray run is a whole batch judged for real."""
 
 from __future__ import annotations
 
@@ -173,13 +173,15 @@ def test_requests_are_sent_concurrently_to_a_real_transformers_serve(tmp_path, t
     assert [s.header.sampling["seed"] for s in sessions] == [1, 2, 3, 4]  # independent samples, reproducible
 
 
-def test_a_local_ray_instance_gives_the_same_report_as_without_ray(tmp_path, build_cache):
+def test_a_local_ray_instance_gives_the_same_report_as_without_ray(tmp_path, build_cache, monkeypatch, capsys):
+    """The Ray run is a whole batch judged for real (each kernel by an evaluator in a Ray task); the run
+    without Ray it is compared with is judged in process (the local real judge is the killed run's above)."""
     pytest.importorskip("ray")
     plans = PLANS[:2]
     script = write_script(tmp_path / "script.json", plans, turns=2)
     common = [str(p.path) for p in plans] + ["--trajectories", "2", "--turns", "2", "--backend", "scripted",
                                              "--script", str(script), "--sampling-seed", "0", *FAST_EVAL]  # fmt: skip
-    here = batch(tmp_path, *common, "--out", "here", cache=build_cache)
+    here = batch_here(tmp_path, *common, "--out", "here", monkeypatch=monkeypatch, capsys=capsys, cache=build_cache)
     assert here.returncode == 0, here.stderr[-3000:]
     ray = batch(tmp_path, *common, "--out", "ray", "--ray", "local", cache=build_cache)
     assert ray.returncode == 0, ray.stderr[-3000:]
