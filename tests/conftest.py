@@ -8,6 +8,7 @@ import os
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -163,10 +164,38 @@ def candidate(name: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory) -> Path:
-    from tests.tiny_model import build_tiny_model
+def tiny_model(build_cache) -> Path:
+    """The tiny Qwen2, kept in the build cache under the hash of the code that builds it: its build imports
+    transformers and trains a tokenizer (~10 s), once per machine rather than once per test process. Built
+    beside its place and renamed into it, so a second process building it at once keeps the first's."""
+    import hashlib
+    import shutil
 
-    return build_tiny_model(tmp_path_factory.mktemp("tiny-qwen2"))
+    from tests import tiny_model as builder
+
+    key = hashlib.sha256(Path(builder.__file__).read_bytes()).hexdigest()[:16]
+    kept = build_cache / "tiny-qwen2" / key
+    if not (kept / "config.json").exists():
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        fresh = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=kept.parent))
+        builder.build_tiny_model(fresh)
+        try:
+            fresh.rename(kept)
+        except OSError:  # another process's is there
+            shutil.rmtree(fresh)
+    return kept
+
+
+@pytest.fixture(scope="session")
+def served(tiny_model, tmp_path_factory) -> Iterator[str]:
+    """One `transformers serve` of the tiny model per test process, for every test that talks to a real
+    server without stopping it (test_models, test_loop, test_batch): a start imports transformers (~10 s)."""
+    from kevin_tui.processes import kill_process_group
+    from tests.test_models import start_server
+
+    proc, url = start_server(tiny_model, tmp_path_factory.mktemp("serve") / "serve.log")
+    yield url
+    kill_process_group(proc)
 
 
 @pytest.fixture

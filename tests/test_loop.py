@@ -219,16 +219,9 @@ def test_a_broken_problem_fails_before_any_model(tmp_path):
     assert not (tmp_path / "sessions").exists() or not list((tmp_path / "sessions").glob("*.jsonl"))
 
 
-def test_end_to_end_against_transformers_serve(tmp_path, tiny_model, optimize_here):
-    from kevin_tui.processes import kill_process_group
-    from tests.test_models import start_server
-
-    proc, url = start_server(tiny_model, tmp_path / "serve.log")
-    try:
-        result = optimize_here("--turns", "2", "--json", "--server", url, "--model", str(tiny_model),
-                               "--max-tokens", "40", "--sampling-seed", "1")  # fmt: skip
-    finally:
-        kill_process_group(proc)
+def test_end_to_end_against_transformers_serve(tmp_path, tiny_model, served, optimize_here):
+    result = optimize_here("--turns", "2", "--json", "--server", served, "--model", str(tiny_model),
+                           "--max-tokens", "40", "--sampling-seed", "1")  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert [t["status"] for t in json_lines(result.stdout)] == ["format_error", "format_error"]
 

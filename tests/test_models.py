@@ -230,13 +230,6 @@ def start_server(model: Path, log: Path) -> tuple[subprocess.Popen, str]:
     pytest.fail(f"transformers serve did not start: {log.read_text()[-2000:]}")
 
 
-@pytest.fixture(scope="module")
-def served(tiny_model, tmp_path_factory):
-    proc, url = start_server(tiny_model, tmp_path_factory.mktemp("serve") / "serve.log")
-    yield url
-    kill_process_group(proc)
-
-
 def test_openai_backend_streams_from_a_real_server(served, tiny_model):
     async def run():
         backend = OpenAIBackend(served, str(tiny_model))
