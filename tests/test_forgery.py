@@ -8,6 +8,9 @@ Attacks aimed at the *next* candidate are run in one Evaluator, as `optimize` do
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
+
 import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
@@ -99,12 +102,27 @@ HONEST_PROBLEMS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in HONEST.glob("*.py")))
-def test_an_honest_kernel_stays_correct(build_cache, relu_problem, name):
-    problem = load_problem(KERNELBENCH / HONEST_PROBLEMS[name]) if name in HONEST_PROBLEMS else relu_problem
+@pytest.fixture(scope="module")
+def honest_judge(build_cache, relu_problem) -> Iterator[Callable[[str], Evaluator]]:
+    """One timing evaluator per problem, for the honest kernels only (they attack nothing, so each is judged
+    after another as in a session): the seven ReLU kernels share one reference worker."""
     options = EvalOptions(device="cpu", timing_trials=10, cache_dir=build_cache)
-    with Evaluator(problem, options, prespawn=False) as evaluator:
-        verdict = evaluator.evaluate((HONEST / f"{name}.py").read_text())
+    with contextlib.ExitStack() as stack:
+        made: dict[str, Evaluator] = {}
+
+        def judge(name: str) -> Evaluator:
+            where = HONEST_PROBLEMS.get(name, "")
+            if where not in made:
+                problem = load_problem(KERNELBENCH / where) if where else relu_problem
+                made[where] = stack.enter_context(Evaluator(problem, options, prespawn=False))
+            return made[where]
+
+        yield judge
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in HONEST.glob("*.py")))
+def test_an_honest_kernel_stays_correct(honest_judge, name):
+    verdict = honest_judge(name).evaluate((HONEST / f"{name}.py").read_text())
     if name == "relu_reused_output_buffer":  # our rule: a module's result must stay valid after the next call
         assert verdict.status is Status.INCORRECT and "reused" in verdict.message, verdict.message
         return
