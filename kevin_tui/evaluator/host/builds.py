@@ -239,6 +239,7 @@ class BuildBroker:
         for directory in (self.pch_store, self.staging):
             directory.mkdir(parents=True, exist_ok=True)
         self.manifests = Manifests(self.root.parent / "manifests")
+        self.pch_keys: dict[str, str] = {}  # C++ flags and include paths -> the key the trusted step gave them
         self.bindings = BindingObjects(self.root, self.manifests)
         sweep_staging(self.staging)
 
@@ -301,9 +302,19 @@ class BuildBroker:
 
     def precompiled_header(self, spec: dict[str, Any], deadline: float) -> str:
         """The key of a checked precompiled header for this build's C++ flags, made first when missing by a
-        trusted step (no candidate source; only its own fresh directory writable); '' for none."""
+        trusted step (no candidate source; only its own fresh directory writable); '' for none. The step's
+        answer for flags seen before is remembered while its header still matches the host's record."""
         if spec["no_implicit_headers"] and spec["kind"] != "files":
             return ""
+        asked = json.dumps([spec["extra_cflags"], spec["extra_include_paths"]])
+        if (known := self.pch_keys.get(asked)) and usable_pch(self.pch_store, known, self.manifests):
+            return known  # the same flags as a build before: no trusted step (a worker start) to ask again
+        key = self._make_precompiled_header(spec, deadline)
+        if key:
+            self.pch_keys[asked] = key
+        return key
+
+    def _make_precompiled_header(self, spec: dict[str, Any], deadline: float) -> str:
         staging = self.staging / secrets.token_hex(8)
         staging.mkdir()
         binds = [Bind(str(self.pch_store)), Bind(str(staging), writable=True)]
