@@ -178,18 +178,25 @@ def uses_cuda(spec: dict[str, Any]) -> bool:
 # `redispatch`): the runtime op count cannot see them, and C++ can spell the call any way it likes (a namespace
 # alias, a using-declaration, a macro), so the symbols the built library imports are read instead.
 PAST_THE_DISPATCHER = re.compile(r"\bat::(?:cpu|cuda|native|meta|composite\w*)::\w+|\bat::_ops::\w+::redispatch\b")
+# A function looked up by name while the library runs (`dlsym(RTLD_DEFAULT, "_ZN2at3cpu9clamp_min...")`, the name
+# pieced together at runtime) is none of its imports: a library that can look functions up calls what nobody read.
+RUNTIME_LOOKUP = re.compile(r"^\s*U (dlsym|dlvsym|dlopen|dlmopen|__libc_dlsym|__libc_dlopen_mode)\b", re.MULTILINE)
 MAX_SYMBOL_TEXT = 4 << 20
 
 
 def kernels_called_past_the_dispatcher(library: Path) -> list[str]:
     """Those PyTorch kernels among `library`'s undefined dynamic symbols (demangled by binutils' nm, which
-    every machine that links an extension has; none found when it cannot run)."""
+    every machine that links an extension has; none found when it cannot run), and the dynamic loader's lookups
+    (`dlsym`): what they find is called past every check."""
     try:
         listed = subprocess.run(["nm", "-D", "--undefined-only", "-C", str(library)], capture_output=True,
                                 text=True, errors="replace", timeout=60, check=False).stdout  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return []
-    return list(dict.fromkeys(m.group(0) for m in PAST_THE_DISPATCHER.finditer(listed[:MAX_SYMBOL_TEXT])))
+    listed = listed[:MAX_SYMBOL_TEXT]
+    found = [m.group(0) for m in PAST_THE_DISPATCHER.finditer(listed)]
+    found += [f"{m.group(1)} (functions looked up by name at runtime)" for m in RUNTIME_LOOKUP.finditer(listed)]
+    return list(dict.fromkeys(found))
 
 
 @dataclass

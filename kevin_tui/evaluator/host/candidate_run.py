@@ -549,19 +549,25 @@ class HostRun:
         sent = self.worker.send({"cmd": "round", "round": number, "calls": calls, "seed": seed, "control": control})
         arrived = self.expect_arrival("round_done")
         round_ = _round(arrived.event, sent, arrived.at, number, calls, "candidate")
-        round_.cpu_s, round_.threads = self.worker.cpu_seconds() - before, self.reference.ready()["threads"]
+        round_.threads = self.reference.ready()["threads"]
         reported = arrived.event["path"]
         if control != (reported is None):
             raise ProtocolViolation(f"round_done of a {'control' if control else 'main'} round with path "
                                     f"{str(reported)[:80]!r}")  # fmt: skip
-        if reported is not None:
+        if reported is None:
+            round_.cpu_s = self.worker.cpu_seconds() - before
+            return round_
+        # Nothing of the candidate runs from here until its outputs are read (a thread finishing them after the
+        # reply, into a file it still holds, would do untimed work); CPU time up to the stop is the round's.
+        with self.worker.held():
+            round_.cpu_s = self.worker.cpu_seconds() - before
             name = f"round-{number}.kt"
             taken = self.take_output(reported, name, f"eval-{self.evaluation}-{name}")
             read = self.reference.ask({"cmd": "ingest", "round": number, "path": str(taken)}, "ingested")
             taken.unlink(missing_ok=True)
-            if read["calls"] != calls:
-                raise Decided(Verdict(Status.INCORRECT, f"timing round {number}: {read['calls']} outputs were "
-                                      f"written for {calls} calls (or the file is unusable)"))  # fmt: skip
+        if read["calls"] != calls:
+            raise Decided(Verdict(Status.INCORRECT, f"timing round {number}: {read['calls']} outputs were "
+                                  f"written for {calls} calls (or the file is unusable)"))  # fmt: skip
         return round_
 
     def judge_round(self, number: int, calls: list[int]) -> None:
