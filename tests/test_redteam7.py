@@ -81,3 +81,21 @@ def test_strict_rejects_a_kernel_looked_up_by_name_at_runtime(strict):
     verdict = strict.evaluate(redteam7("strict_kernel_found_by_dlsym"))
     assert verdict.status is Status.REJECTED and "torch_compute_in_extension" in verdict.message, verdict.message
     assert any(call.startswith("dlsym") for call in verdict.details["builds"][0]["torch_calls"])
+
+
+def test_strict_rejects_pytorch_compute_spelt_by_token_pasting_with_the_count_blinded(strict):
+    """strict_pasted_names_blind_the_count.py: `at::clamp_min` and the guard that excludes the Python dispatch
+    keys, both built with `##`, so the text holds neither name and the op count saw nothing (`correct` under
+    --strict, no warning). The dispatcher entry the library imports names the operator."""
+    verdict = strict.evaluate(redteam7("strict_pasted_names_blind_the_count"))
+    assert verdict.status is Status.REJECTED and "at::_ops::clamp_min" in verdict.message, verdict.message
+
+
+def test_dispatcher_entries_are_compute_by_their_operator_not_their_overload():
+    from kevin_tui.evaluator.host.static_checks import compute_operator
+
+    for name in ("clamp_min", "mul_Tensor", "sum_dim_IntList", "sub__Tensor", "addmm", "max_pool2d_with_indices"):
+        assert compute_operator(name), name
+    for name in ("empty_like", "empty_memory_format", "zeros_like", "contiguous", "reshape", "view", "expand_as",
+                 "fill__Scalar", "clone", "narrow", "t", "cat", "copy_", "_to_copy"):  # fmt: skip
+        assert not compute_operator(name), name

@@ -180,6 +180,13 @@ def code_strings(tree: ast.AST) -> list[str]:
             and id(n) not in docs]  # fmt: skip
 
 
+def compute_operator(name: str) -> bool:
+    """Whether an ATen operator's struct name (`at::_ops::<name>`: the op, then its overload after `_`, so
+    `mul_Tensor`, `sum_dim_IntList`, `sub__Tensor`) is PyTorch compute."""
+    parts = name.split("_")
+    return any("_".join(parts[:cut]).rstrip("_") in CPP_COMPUTE for cut in range(1, len(parts) + 1))
+
+
 def cpp_torch_compute(text: str) -> list[str]:
     """PyTorch compute and dispatcher tricks in C++/CUDA source text (comments dropped), by name, once each:
     what `--strict` rejects as PyTorch compute in the extension."""
