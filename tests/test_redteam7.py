@@ -99,3 +99,10 @@ def test_dispatcher_entries_are_compute_by_their_operator_not_their_overload():
     for name in ("empty_like", "empty_memory_format", "zeros_like", "contiguous", "reshape", "view", "expand_as",
                  "fill__Scalar", "clone", "narrow", "t", "cat", "copy_", "_to_copy"):  # fmt: skip
         assert not compute_operator(name), name
+
+
+def test_a_round_file_larger_than_its_outputs_is_not_read(small_matmul):
+    """sparse_round_file.py: right outputs in a round file extended to 256 MB of hole, which the reference read
+    whole every round (the candidate's choice of size, up to the reference's memory limit)."""
+    verdict = small_matmul.evaluate(redteam7("sparse_round_file"))
+    assert verdict.status is Status.INCORRECT and "timing round" in verdict.message, verdict.message

@@ -64,6 +64,9 @@ MAX_WORDS = 4000  # of a message the candidate's process wrote, kept in a verdic
 # plus this many times the inputs and outputs of one call (the trials' files stay there). Beyond it, it is killed.
 SCRATCH_FLOOR = 4 << 30
 SCRATCH_CALLS = 64
+# A round file may hold twice the reference's outputs of its calls and this much more (its header, small outputs):
+# the reference reads all of it, and a sparse file costs the candidate nothing on disk.
+ROUND_FILE_SLACK = 16 << 20
 PRECISION_RATIO = 10.0
 PRECISION_FLOOR = 0.1
 
@@ -563,7 +566,9 @@ class HostRun:
             round_.cpu_s = self.worker.cpu_seconds() - before
             name = f"round-{number}.kt"
             taken = self.take_output(reported, name, f"eval-{self.evaluation}-{name}")
-            read = self.reference.ask({"cmd": "ingest", "round": number, "path": str(taken)}, "ingested")
+            largest = calls * 2 * self.reference.ready()["output_bytes"] + ROUND_FILE_SLACK
+            read = self.reference.ask({"cmd": "ingest", "round": number, "path": str(taken), "max_bytes": largest},
+                                      "ingested")  # fmt: skip
             taken.unlink(missing_ok=True)
         if read["calls"] != calls:
             raise Decided(Verdict(Status.INCORRECT, f"timing round {number}: {read['calls']} outputs were "

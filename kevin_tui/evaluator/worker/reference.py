@@ -7,6 +7,7 @@ outputs from files (never unpickled). It stays alive for the evaluator's lifetim
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -371,6 +372,8 @@ class Reference:
     def ingest(self, command: dict[str, Any]) -> None:
         """Read every output of one candidate round now, before the host names the calls it judges."""
         try:
+            if (size := os.stat(command["path"]).st_size) > command["max_bytes"]:  # a sparse file reads as all of it
+                raise TensorFileError(f"{size} bytes, more than the {command['max_bytes']} its calls' outputs take")
             outputs = tensorfile.read(Path(command["path"]), with_devices=True)
             if type(outputs) is not list:
                 raise TensorFileError("not a list of outputs")
