@@ -11,7 +11,7 @@ from kevin_tui import kernelbench
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.evaluator.worker.judge import compare_tensor
 from kevin_tui.problem import load_problem
-from tests.conftest import CANDIDATES
+from tests.conftest import CANDIDATES, PROBLEMS
 from tests.conftest import candidate as candidate_source
 
 REDTEAM = CANDIDATES / "redteam"
@@ -230,3 +230,13 @@ def test_a_tensor_file_with_shared_or_empty_tensors_still_reads(tmp_path):
     tensorfile.write(tmp_path / "out.kt", [(y, y), torch.empty(0), 1.5])
     (first, second), empty, number = tensorfile.read(tmp_path / "out.kt")
     assert torch.equal(first, y) and torch.equal(second, y) and empty.numel() == 0 and number == 1.5
+
+
+def test_every_timed_output_is_judged(build_cache):
+    """`wrong_on_one_timed_call.py` is wrong on the last call of every timing round only: with three of a
+    round's 200 calls judged it was `correct` in 86% of evaluations; every output of a round is judged now."""
+    options = EvalOptions(device="cpu", timing_trials=2000, shapes="off", profile=False, cache_dir=build_cache)
+    with Evaluator(load_problem(PROBLEMS / "small_matmul.py"), options, prespawn=False) as matmul:
+        verdict = matmul.evaluate(candidate_source("wrong_on_one_timed_call.py"))
+    assert verdict.status is Status.INCORRECT, verdict.message
+    assert "timing round" in verdict.message and "call 200" in verdict.message, verdict.message

@@ -29,7 +29,6 @@ from kevin_tui.evaluator.host.speed_of_light import against_the_bound
 from kevin_tui.evaluator.host.static_checks import cpp_torch_compute
 from kevin_tui.evaluator.host.timing import (
     CPU_SHARE_WARNING,
-    JUDGED_PER_ROUND,
     Round,
     Side,
     TimingPlan,
@@ -504,8 +503,8 @@ class HostRun:
         return verdict
 
     def measure(self) -> Verdict:
-        """Interleaved rounds on the host's schedule: each round's seed and order, and the calls judged after
-        every output was committed, come from the host's own secret randomness, never sent ahead."""
+        """Interleaved rounds on the host's schedule: each round's seed and order come from the host's own secret
+        randomness, never sent ahead; every output of a round is judged once all of them were committed."""
         reference, ready = self.reference, self.reference.ready()
         device = ready["device"]
         plan = TimingPlan.for_device(device, self.options.timing_trials)
@@ -536,7 +535,7 @@ class HostRun:
                     leftover_cpu.append(
                         self.worker.cpu_seconds() - before - ref_round.window_ms / 1e3 * LEFTOVER_CPU_SHARE
                     )
-            self.judge_round(number, sorted(secret.sample(range(calls), min(JUDGED_PER_ROUND, calls))))
+            self.judge({"cmd": "judge_timed", "round": number})
             results["candidate"].controls.append(self.candidate_round(number, calls, seed, control=True))
         return self.speed_verdict(results, device, leftover_cpu, secret.getrandbits(62))
 
@@ -547,7 +546,7 @@ class HostRun:
 
     def candidate_round(self, number: int, calls: int, seed: int, control: bool = False) -> Round:
         """One candidate round; a main round's outputs are taken from its scratch and read by the reference
-        worker at once, so they are fixed before the host names the calls it judges."""
+        worker at once, so they are fixed when the round ends, before anything else runs in the candidate."""
         before = self.worker.cpu_seconds()
         sent = self.worker.send({"cmd": "round", "round": number, "calls": calls, "seed": seed, "control": control})
         arrived = self.expect_arrival("round_done")
@@ -574,10 +573,6 @@ class HostRun:
             raise Decided(Verdict(Status.INCORRECT, f"timing round {number}: {read['calls']} outputs were "
                                   f"written for {calls} calls (or the file is unusable)"))  # fmt: skip
         return round_
-
-    def judge_round(self, number: int, calls: list[int]) -> None:
-        """The calls the host names once every output of the round is in the reference worker's hands."""
-        self.judge({"cmd": "judge_timed", "round": number, "calls": calls})
 
     def speed_verdict(self, results: dict[str, Side], device: str, leftover_cpu: list[float], seed: int) -> Verdict:
         candidate, eager = results["candidate"], results["eager"]

@@ -3,8 +3,8 @@
 The reference and the candidate are timed in alternating rounds, in an order the host draws from its
 own secret each round, so whatever else the machine is doing lands on both. Every round has its own
 seed, sent with the command, from which every call draws a fresh sample of the problem's inputs
-inside the round (see worker/inputs.py), and every call's output is committed before the host names
-the calls it judges.
+inside the round (see worker/inputs.py), and every call's output is committed to the reference worker
+before the host asks it to judge them; every timed output is judged.
 
 The speedup is the host's: each side's round time per call (the host's clock from the command to the
 reply), less the reference worker's own loop overhead (the median, over rounds, of its round time
@@ -32,7 +32,6 @@ from kevin_tui.evaluator.verdict import Timing
 CPU_ROUNDS, CUDA_ROUNDS = 10, 20
 CPU_ROUND_S, CUDA_ROUND_S = 0.03, 0.01
 MAX_CALLS, MIN_CALLS = 200, 3
-JUDGED_PER_ROUND = 3
 OUTPUT_BYTES_PER_ROUND = 16 << 20  # the round's outputs, kept until judged: more, and the allocator behaves differently
 BOOTSTRAP_RESAMPLES = 1000
 # Time outside the reported calls may exceed the reference's own loop overhead by this share of the

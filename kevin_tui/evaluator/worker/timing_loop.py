@@ -5,9 +5,9 @@ inside one worker. The round's seed, sent with the command, decides every call's
 a fresh sample (`TimedInputs`) just before it, inside the round the host times, so nothing about them
 is known before the round begins and drawing is the same loop work for both sides. Every call's
 output is kept as it was returned and all of them are written to one file before the reply: the host
-takes that file out of the worker's reach and has the reference worker read it before it names the
-calls it judges, so no answer can be made after the names are known, and one output buffer reused by
-later calls shows their values, not its call's. CPU: wall clock around each call. CUDA:
+takes that file out of the worker's reach and has the reference worker read it and judge every one of
+them against its own output for the same inputs, so no answer can be changed once the round is over,
+and one output buffer reused by later calls shows their values, not its call's. CPU: wall clock around each call. CUDA:
 events around each call on a synchronised device with the L2 cache flushed before it, plus a wall-
 clock time that includes a device-wide synchronise. These per-call times are the worker's word only:
 the speedup comes from the host's clock over the whole round.
