@@ -10,7 +10,10 @@ worker to ingest it; the reference's open() blocks in the kernel until the lease
 /proc/sys/fs/lease-break-time, 45 s). In that time, outside the round the host timed and outside any
 window whose CPU time it reads, the thread computes every call's product (a plain C++ loop, slower than
 MKL) and pwrite()s it into the file, then releases the lease: the reference reads correct outputs. The
-warm-up round (round 0) and every trial are computed at once, honestly.
+warm-up round (round 0) and every trial are computed at once, honestly. The thread waits 50 ms before it
+starts, as long as a large problem's products take, so that on a small problem too the lease is held when
+the host looks (a quicker thread only finishes before the host stops the candidate: its CPU time is then
+the round's, and the verdict is true).
 
 The moment of the close is caught by shadowing `open` in the worker's tensorfile module (a module
 global, set from C++ so the syntax tree shows no assignment; the identity tripwire watches
@@ -18,7 +21,9 @@ global, set from C++ so the syntax tree shows no assignment; the identity tripwi
 reply would do (a native thread watching the directory with inotify wins the race most rounds).
 
 TRUE verdict: correct at the C++ loop's real speed (well below 1x against MKL's sgemm; see
-honest_matmul_loop_twin.py). Got before the fix: correct at a large speedup.
+honest_matmul_loop_twin.py), or incorrect for a round file it still held. Got before the fix (matmul_1024,
+without the 50 ms wait): correct, 263.33x (interval 12.60-292.45x); after: incorrect (timing round 1: the
+file is unusable, its reader refused by the lease while the candidate is stopped).
 Hole: host/candidate_run.py candidate_round — the round's CPU time is read when `round_done` arrives and
 the leftover-CPU check covers only the reference's rounds; nothing charges or forbids work between
 `round_done` and the reference's read of the outputs, and a file the candidate still holds (a lease,
@@ -37,6 +42,7 @@ cpp_source = r"""
 #include <sys/types.h>
 #include <cstring>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -65,6 +71,8 @@ static void product(const torch::Tensor& a, const torch::Tensor& b, torch::Tenso
 
 // The round's file, leased by the caller: fill in the calls made since the last round (its last ones).
 static void fill(int fd, std::vector<Call> work) {
+    // as long as a large problem's products take, whatever the size: held past the host's look at the round
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
     off_t at = lseek(fd, 0, SEEK_END);
     for (auto& w : work) at -= (off_t)(w.c.numel() * sizeof(float));
     for (auto& w : work) {
@@ -129,7 +137,7 @@ torch::Tensor matmul_forward(torch::Tensor a, torch::Tensor b) {
 """
 
 ext = load_inline(
-    name="rt7_lease_matmul5",
+    name="rt7_lease_matmul6",
     cpp_sources=cpp_source,
     functions=["matmul_forward"],
     extra_cflags=["-O3"],
