@@ -94,10 +94,11 @@ def test_strict_rejects_pytorch_compute_spelt_by_token_pasting_with_the_count_bl
 def test_dispatcher_entries_are_compute_by_their_operator_not_their_overload():
     from kevin_tui.evaluator.host.static_checks import compute_operator
 
-    for name in ("clamp_min", "mul_Tensor", "sum_dim_IntList", "sub__Tensor", "addmm", "max_pool2d_with_indices"):
+    for name in ("clamp_min", "mul_Tensor", "sum_dim_IntList", "sub__Tensor", "addmm", "max_pool2d_with_indices",
+                 "threshold", "index_select", "where_self"):  # fmt: skip
         assert compute_operator(name), name
     for name in ("empty_like", "empty_memory_format", "zeros_like", "contiguous", "reshape", "view", "expand_as",
-                 "fill__Scalar", "clone", "narrow", "t", "cat", "copy_", "_to_copy"):  # fmt: skip
+                 "fill__Scalar", "clone", "narrow", "t", "transpose_int", "copy_", "_to_copy", "_reshape_alias"):  # fmt: skip
         assert not compute_operator(name), name
 
 
