@@ -36,7 +36,7 @@ def test_a_round_file_finished_after_the_reply_is_not_judged_correct(small_matmu
     file without blocking: a leased file is unusable."""
     verdict = small_matmul.evaluate(redteam7("lease_defers_the_work"))
     assert verdict.status is Status.INCORRECT, verdict.message
-    assert "timing round" in verdict.message
+    assert "timing round 1" in verdict.message and "lease" in verdict.message
 
 
 def test_an_honest_loop_kernel_stays_correct_while_its_rounds_are_read(small_matmul):
@@ -106,4 +106,4 @@ def test_a_round_file_larger_than_its_outputs_is_not_read(small_matmul):
     """sparse_round_file.py: right outputs in a round file extended to 256 MB of hole, which the reference read
     whole every round (the candidate's choice of size, up to the reference's memory limit)."""
     verdict = small_matmul.evaluate(redteam7("sparse_round_file"))
-    assert verdict.status is Status.INCORRECT and "timing round" in verdict.message, verdict.message
+    assert verdict.status is Status.INCORRECT and "more than" in verdict.message, verdict.message

@@ -569,9 +569,11 @@ class HostRun:
             read = self.reference.ask({"cmd": "ingest", "round": number, "path": str(taken), "max_bytes": largest},
                                       "ingested")  # fmt: skip
             taken.unlink(missing_ok=True)
+        if read.get("problem"):
+            raise Decided(Verdict(Status.INCORRECT, str(read["problem"])[:MAX_WORDS]))
         if read["calls"] != calls:
             raise Decided(Verdict(Status.INCORRECT, f"timing round {number}: {read['calls']} outputs were "
-                                  f"written for {calls} calls (or the file is unusable)"))  # fmt: skip
+                                  f"written for {calls} calls"))  # fmt: skip
         return round_
 
     def speed_verdict(self, results: dict[str, Side], device: str, leftover_cpu: list[float], seed: int) -> Verdict:

@@ -382,7 +382,8 @@ class Reference:
         except (OSError, TensorFileError, MemoryError) as exc:
             outputs = f"the candidate's outputs of timing round {command['round']} are unusable: {exc}"
         self.served = {command["round"]: outputs}
-        self.channel.emit("ingested", calls=len(outputs) if type(outputs) is list else 0)
+        usable = type(outputs) is list
+        self.channel.emit("ingested", calls=len(outputs) if usable else 0, problem="" if usable else _bounded(outputs))
 
     def judge_timed(self, command: dict[str, Any]) -> None:
         """Every output of the round against the reference's own output for that call (its round drew the same

@@ -155,7 +155,10 @@ def read(path: Path, with_devices: bool = False) -> Any:
 
 
 def _read_now(path: Path) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except BlockingIOError:
+        raise TensorFileError("its writer still holds the file (a lease): it cannot be read now") from None
     with os.fdopen(fd, "rb") as handle:
         return handle.read()
 
