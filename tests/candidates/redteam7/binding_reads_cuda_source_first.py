@@ -13,7 +13,8 @@ this one it links this build's main.o (binding `reused`) and is `correct`.
 TRUE verdict of the second file: incorrect (what its own source builds). Got: correct when it follows
 this one (GPU only: on a CPU machine both stop at `compiled`; the reuse shows as `binding: reused` in
 its build record). Hole: host/bindings.py `reusable` checks flag prefixes, and `-Wp,`/`-Xpreprocessor`
-pass options straight to the preprocessor.
+pass options straight to the preprocessor. After: a main.cpp compiled with any flag outside an allow-list of
+flags whose effect is their own text is never reused (the second build compiles its own: incorrect).
 """
 
 import torch.nn as nn

@@ -8,7 +8,8 @@ ignores bytes after the last tensor. The size is the candidate's choice, up to t
 
 TRUE verdict: the round file is not what the protocol allows (unusable: incorrect), and the reference never
 reads more than its calls' outputs can take. Got before the fix: correct, the reference reading 256 MB per
-round. Hole: worker/reference.py ingest read a candidate's file of any size.
+round. After: incorrect (the file is more than its calls' outputs take; refused before it is read).
+Hole: worker/reference.py ingest read a candidate's file of any size.
 """
 
 import os

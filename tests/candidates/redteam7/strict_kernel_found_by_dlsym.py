@@ -5,8 +5,9 @@ and called through a function pointer. The C++ text names no `at::` call, the li
 symbol (only `dlsym`), so `nm -D` finds nothing past the dispatcher, and `at::cpu::` kernels skip the
 dispatcher, so the runtime op count sees nothing either.
 
-TRUE verdict under --strict: rejected (PyTorch compute in the extension). Got before the fix: correct,
-no warning. Hole: host/builds.py kernels_called_past_the_dispatcher reads only the symbols a library
+TRUE verdict under --strict: rejected (PyTorch compute in the extension). Got before the fix: correct
+(`no measurable difference`, only a below_speed_of_light warning). After: rejected, torch_compute_in_extension
+("dlsym (functions looked up by name at runtime)": the library imports the dynamic loader's lookup). Hole: host/builds.py kernels_called_past_the_dispatcher reads only the symbols a library
 imports; a symbol resolved at runtime is not one of them.
 """
 

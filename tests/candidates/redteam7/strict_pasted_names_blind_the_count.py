@@ -6,7 +6,8 @@ op count's dispatch mode never sees it. The text the host reads holds neither na
 the library imports `at::_ops::clamp_min::call` — the dispatcher's own entry, which the `nm` check does not
 look for (it looks for kernels past the dispatcher) — and the guard, which every extension imports.
 
-TRUE verdict under --strict: rejected (PyTorch compute in the extension). Got before the fix: correct.
+TRUE verdict under --strict: rejected (PyTorch compute in the extension). Got before the fix: correct, no
+warning. After: rejected, torch_compute_in_extension (at::_ops::clamp_min: the dispatcher entry it imports).
 Hole: host/static_checks.py cpp_torch_compute reads spellings (a pasted name has none), and
 host/builds.py kernels_called_past_the_dispatcher ignores dispatcher calls; the op count runs in the
 candidate's process, where the dispatch keys it relies on can be excluded.
