@@ -96,6 +96,26 @@ def test_a_build_failure_the_candidate_swallows_is_still_a_compile_error(relu_cp
     assert any(re.search(r"(?m)^\[\s*\d+\.\d s\] \| .*error: .*undeclared_name", text) for text in logs), logs
 
 
+def test_the_header_for_flags_seen_before_is_found_without_a_worker(relu_cpu, monkeypatch):
+    """Which precompiled header some C++ flags need is the trusted step's answer, a worker start (~2 s of
+    each build, more under load): the host asks once per set of flags while that header is its record."""
+    from kevin_tui.evaluator.host import builds
+
+    started: list[str] = []
+
+    class Counted(builds.WorkerProcess):
+        def __init__(self, role, *args, **kwargs):
+            started.append(role)
+            super().__init__(role, *args, **kwargs)
+
+    monkeypatch.setattr(builds, "WorkerProcess", Counted)
+    spec = {"kind": "inline", "no_implicit_headers": False, "extra_cflags": ["-O2"], "extra_include_paths": []}
+    relu_cpu.broker.pch_keys.clear()
+    first = relu_cpu.broker.precompiled_header(spec, time.monotonic() + 600)  # relu_cpp.py's flags: made once
+    again = relu_cpu.broker.precompiled_header(dict(spec), time.monotonic() + 600)
+    assert first and again == first and started == ["builder"]
+
+
 def test_a_flag_that_runs_programs_is_refused_as_a_compile_error(relu_cpu):
     verdict = relu_cpu.evaluate(
         candidate("relu_cpp.py").replace('extra_cflags=["-O2"]', 'extra_cflags=["-wrapper", "sh,-c,touch /tmp/pwned"]')

@@ -33,6 +33,28 @@ def test_prelude_has_what_the_source_uses():
     assert "torch/types.h" not in prelude and "torch/extension.h" not in prelude
 
 
+def test_tensor_operators_come_without_all_of_aten_functions():
+    """ATen/TensorOperators.h includes ATen/Functions.h (every ATen function, a third of the prelude's
+    text, parsed three times by nvcc) unless AT_PER_OPERATOR_HEADERS is defined, only around it: the
+    operators' definitions are the same, and the op headers the source calls come one by one, also for
+    an unqualified call (`zeros_like(x)` finds at::zeros_like by argument lookup), never for a method."""
+    prelude = light_prelude(["auto y = zeros_like(x) / (x * x).sum(); auto m = std::max(1, 2);"])
+    lines = prelude.splitlines()
+    operators = lines.index("#include <ATen/TensorOperators.h>")
+    assert lines[operators - 1 : operators + 2] == [
+        "#define AT_PER_OPERATOR_HEADERS", "#include <ATen/TensorOperators.h>", "#undef AT_PER_OPERATOR_HEADERS",
+    ]  # fmt: skip
+    assert "#include <ATen/ops/zeros_like.h>" in lines
+    assert "#include <ATen/ops/sum.h>" not in lines and "#include <ATen/ops/max.h>" not in lines
+
+
+def test_a_function_only_aten_functions_defines_keeps_that_header():
+    """`at::numel(t)` is defined in ATen/Functions.h itself (no op header has it): the operators header
+    is then included as it is, with Functions.h, or the light build would fail and build twice."""
+    lines = light_prelude(["int64_t n = torch::numel(x);"]).splitlines()
+    assert "#include <ATen/TensorOperators.h>" in lines and "#define AT_PER_OPERATOR_HEADERS" not in lines
+
+
 def test_names_without_an_op_header_are_not_included():
     prelude = light_prelude(["auto t = torch::not_an_op(x); int n = x.numel();"])
     assert "not_an_op" not in prelude

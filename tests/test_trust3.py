@@ -124,6 +124,10 @@ def request(**changes) -> dict:
     [
         {"extra_cflags": ["-O2\ncxx = sh -c 'id' sh"]},
         {"extra_cflags": ["-DX=$HOME"]},
+        {"extra_cflags": ["-O2;printf x>main.o"]},  # ninja runs each command with /bin/sh -c
+        {"extra_cuda_cflags": ["-O3", "-DX=`id`"]},
+        {"extra_cuda_cflags": ["-O3|sh"]},
+        {"extra_include_paths": ["/usr/include&&sh"]},
         {"extra_cuda_cflags": ["-O3\rbuild x: phony"]},
         {"extra_include_paths": ["/usr/include\ncxx = sh"]},
         {"extra_cflags": ["-fdump-final-insns=/tmp/x"]},

@@ -1,8 +1,9 @@
 """The build broker: every `load_inline` a candidate makes is built here, never in its own process.
 
 A request is checked and normalised first (empty and repeated flags dropped; flags that make a
-compiler run other programs or write elsewhere refused, and so are control characters and `$`, which
-torch would write unescaped into build.ninja; linker options only from an allow-list; source names
+compiler run other programs or write elsewhere refused, and so are control characters, `$` and the
+shell's other special characters, which torch writes unescaped into build.ninja and ninja hands to
+`/bin/sh -c`; linker options only from an allow-list; source names
 plain file names), then keyed by a hash of everything that changes the binary. A key already built
 and intact is reused; otherwise a fresh sandboxed builder compiles it into a temporary directory
 that the host moves into place and records, with the library's sha256 and size, in a manifest kept
@@ -69,7 +70,8 @@ LINKER_OPTIONS = re.compile(
     r"|--(?:start|end)-group|-s|--strip-all|--strip-debug|-Bsymbolic(?:-functions)?"
 )
 LINKER_ARGUMENTS = {"-rpath": re.compile(r"/?[\w./+-]+"), "-z": re.compile(r"now|lazy|relro|norelro|defs|noexecstack")}
-UNSAFE_CHARACTERS = re.compile(r"[\x00-\x1f\x7f$]")
+# What ninja (`$`, newlines) or the shell it runs each command with (`;`, `|`, `` ` ``, quotes...) would read.
+UNSAFE_CHARACTERS = re.compile(r"""[\x00-\x1f\x7f$;&|<>()`'"\\*?\[\]{}#]""")
 SOURCE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,99}\.(?:c|cc|cpp|cxx|cu|h|hpp|cuh)")
 MAX_NAME = 100
 # What one build may leave in the persistent cache (a library with its object files), and so the largest file
@@ -93,10 +95,14 @@ def _units(flags: list[str]) -> list[tuple[str, ...]]:
 
 
 def _safe_text(what: str, token: str) -> None:
-    """torch writes flags, paths and names into build.ninja unescaped: a newline or a `$` there adds
-    statements that ninja runs in the builder."""
+    """torch writes flags and paths into build.ninja unescaped: a newline or a `$` there adds statements
+    that ninja runs, and ninja runs each command with `/bin/sh -c`, so `-O3;cmd` would run `cmd` in the
+    builder (which could then write any object, such as a main.o later builds link)."""
     if UNSAFE_CHARACTERS.search(token):
-        raise FlagRefused(f"the {what} {token[:80]!r} is not allowed: it holds a control character or '$'")
+        raise FlagRefused(
+            f"the {what} {token[:80]!r} is not allowed: it holds a control character or one the shell reads "
+            "($ ; & | < > ( ) ` ' \" \\ * ? [ ] { } #); pass each option as a list item of its own, unquoted"
+        )
 
 
 def _linker_option(text: str) -> bool:
@@ -246,6 +252,7 @@ class BuildBroker:
         for directory in (self.pch_store, self.staging):
             directory.mkdir(parents=True, exist_ok=True)
         self.manifests = Manifests(self.root.parent / "manifests")
+        self.pch_keys: dict[str, str] = {}  # C++ flags and include paths -> the key the trusted step gave them
         self.bindings = BindingObjects(self.root, self.manifests)
         sweep_staging(self.staging)
 
@@ -308,9 +315,19 @@ class BuildBroker:
 
     def precompiled_header(self, spec: dict[str, Any], deadline: float) -> str:
         """The key of a checked precompiled header for this build's C++ flags, made first when missing by a
-        trusted step (no candidate source; only its own fresh directory writable); '' for none."""
+        trusted step (no candidate source; only its own fresh directory writable); '' for none. The step's
+        answer for flags seen before is remembered while its header still matches the host's record."""
         if spec["no_implicit_headers"] and spec["kind"] != "files":
             return ""
+        asked = json.dumps([spec["extra_cflags"], spec["extra_include_paths"]])
+        if (known := self.pch_keys.get(asked)) and usable_pch(self.pch_store, known, self.manifests):
+            return known  # the same flags as a build before: no trusted step (a worker start) to ask again
+        key = self._make_precompiled_header(spec, deadline)
+        if key:
+            self.pch_keys[asked] = key
+        return key
+
+    def _make_precompiled_header(self, spec: dict[str, Any], deadline: float) -> str:
         staging = self.staging / secrets.token_hex(8)
         staging.mkdir()
         binds = [Bind(str(self.pch_store)), Bind(str(staging), writable=True)]

@@ -3,10 +3,15 @@
 load_inline starts `cuda.cu` with `#include <torch/types.h>`, which pulls in all of ATen; nvcc then
 spends ~40 s (cudafe++ 17 s, cicc 12 s, host g++ 11 s on these machines) on headers for a ten-line
 kernel. Most kernels need far less: the Tensor class, TORCH_CHECK, the few ATen ops they call,
-and the `torch::` aliases. We derive that set from the source and try it first; a build failure
-falls back to the standard headers (the caller does that), so the light prelude can only save time,
-except when the failure is the candidate's own: names that no header defines (`undefined_names`),
-which the standard headers would fail on too, after another ~40 s.
+and the `torch::` aliases. Tensor operators (`x / y`) come from ATen/TensorOperators.h, which pulls
+in ATen/Functions.h (every ATen function: a third of the prelude's text) unless
+AT_PER_OPERATOR_HEADERS is defined, as torch's own sources do: then it needs only empty_like. So the
+prelude defines it around that one header, and includes the op header of every name the source calls
+(qualified or not: an unqualified `zeros_like(x)` finds at::zeros_like by argument lookup), unless the
+source calls one of the few functions Functions.h defines itself. We derive that set from the source
+and try it first; a build failure falls back to the standard headers (the caller does that), so the
+light prelude can only save time, except when the failure is the candidate's own: names that no header
+defines (`undefined_names`), which the standard headers would fail on too, after another ~40 s.
 A successful light build is the same code: only declarations differ, never definitions.
 """
 
@@ -22,7 +27,8 @@ HEAVY_INCLUDE = re.compile(
     r"^\s*#\s*include\s*<(torch/extension\.h|torch/types\.h|torch/torch\.h|torch/all\.h)>\s*$", re.M
 )
 NEEDS_FULL = re.compile(r"PYBIND11|pybind11|\bpy::|torch/python\.h|torch::(jit|nn|autograd|optim|data)\b")
-OP_CALL = re.compile(r"\b(?:torch|at)::(\w+)\s*\(")
+# A call `torch::f(`, `at::f(` or an unqualified `f(` (not a method, not another namespace's).
+OP_CALL = re.compile(r"(?:\b(?:torch|at)::|(?<![\w.>:]))(\w+)\s*\(")
 EXTRAS = (
     (re.compile(r"AT_DISPATCH|AT_PRIVATE"), "ATen/Dispatch.h"),
     (re.compile(r"getCurrentCUDAStream|CUDAContext|getCurrentDeviceProperties"), "ATen/cuda/CUDAContext.h"),
@@ -55,16 +61,37 @@ def torch_aliases() -> str:
     )
 
 
+@cache
+def functions_header_own() -> frozenset[str]:
+    """The functions ATen/Functions.h defines itself (`at::numel(t)`, `at::var(t, 1)`...), read from the
+    installed torch: a source calling one needs that header, so TensorOperators.h is included as it is."""
+    try:
+        text = (torch_include_dir() / "ATen" / "Functions.h").read_text()
+    except OSError:
+        return frozenset()
+    return frozenset(re.findall(r"^inline [\w:<>, ]+?[ &*](\w+)\(", text, re.M))
+
+
+def tensor_operators(names: set[str]) -> list[str]:
+    """ATen/TensorOperators.h with only the op header it uses (empty_like), not all of ATen/Functions.h,
+    unless the source calls a function that only Functions.h defines (or it cannot be read)."""
+    own = functions_header_own()
+    if not own or names & own:
+        return ["#include <ATen/TensorOperators.h>"]
+    return ["#define AT_PER_OPERATOR_HEADERS", "#include <ATen/TensorOperators.h>", "#undef AT_PER_OPERATOR_HEADERS"]
+
+
 def light_prelude(cuda_sources: list[str]) -> str | None:
     """Headers that should be enough for these CUDA sources, or None where only the full set will do."""
     text = "\n".join(cuda_sources)
     if NEEDS_FULL.search(text) or not torch_aliases():
         return None
     ops_dir = torch_include_dir() / "ATen" / "ops"
-    ops = sorted({name for name in OP_CALL.findall(text) if (ops_dir / f"{name}.h").exists()})
+    called = set(OP_CALL.findall(text))
+    ops = sorted(name for name in called if (ops_dir / f"{name}.h").exists())
     lines = [
         "#include <ATen/core/Tensor.h>",
-        "#include <ATen/TensorOperators.h>",  # host code writes `x / norm.sqrt()`; without it: the slow full build
+        *tensor_operators(called),  # host code writes `x / norm.sqrt()`; without it: the slow full build
         "#include <c10/util/Exception.h>",
         "#include <cuda.h>",
         "#include <cuda_runtime.h>",

@@ -1,5 +1,6 @@
-"""Real-world pattern: host code that uses tensor operators (x / norm.sqrt()), which the light CUDA
-headers must cover, or the build falls back to the full ones (3x slower)."""
+"""Real-world pattern: host code that uses tensor operators (x / norm.sqrt()) and an unqualified ATen
+call (`zeros_like(x)`, found by argument lookup), which the light CUDA headers must cover, or the build
+falls back to the full ones (3x slower)."""
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
@@ -11,7 +12,7 @@ __global__ void scale_kernel(const float* x, float* y, int n) {
 torch::Tensor relu_forward(torch::Tensor x) {
     auto norm = (x * x).sum();
     auto scaled = x / norm.sqrt() * norm.sqrt();
-    auto y = torch::empty_like(x);
+    auto y = zeros_like(x);
     int n = x.numel();
     scale_kernel<<<(n + 255) / 256, 256>>>(scaled.data_ptr<float>(), y.data_ptr<float>(), n);
     return y;
