@@ -166,7 +166,7 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
             "synced_ms": _optional(_times),
             "path": _optional(_string),
         },
-        "ingested": {"calls": _integer},
+        "ingested": {"calls": _integer, "problem": _string},
         "problem_error": {"message": _string, "traceback": _string},
         "environment_error": {"message": _string},
         "crash": {"message": _string, "traceback": _string},

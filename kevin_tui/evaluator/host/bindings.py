@@ -37,6 +37,14 @@ ENTRY = re.compile(r"[A-Za-z0-9_]+-[0-9a-f]{20}")
 # the key) into the object, so no main.cpp with inline assembly is reused either.
 ANGLE_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<[A-Za-z0-9_/+-]+(\.(h|hpp|hh|cuh|inl))?>[ \t]*$", re.MULTILINE)
 INCLUDE_WORDS = re.compile(r"include|import|embed\b|incbin|\basm\b|__asm|%:|\?\?=")
+# The C++ flags a reusable main.cpp may be compiled with: those whose whole effect is their own text (in the key).
+# Every other one may read a file: `-Wp,-imacros,cuda.cu` or `-Xpreprocessor` hand the preprocessor the build's
+# CUDA source (not in the key), and so do `--imacros`, `--sysroot`, `-fauto-profile=FILE`.
+REUSABLE_FLAG = re.compile(
+    r"-O[0-3sgz]?|-Ofast|-g[0-3]?|-[DU]\w+(?:=.*)?|-std=[\w+]+|-w|-pedantic(?:-errors)?|-pthread"
+    r"|-W(?:no-)?[a-z][\w-]*(?:=\w+)?|-f(?:no-)?[a-z][\w-]*(?:=[\w+-]+)?|-m[a-z][\w-]*(?:=[\w.+-]+)?",
+    re.DOTALL,
+)
 
 
 def binding_key(spec: dict[str, Any], cuda: bool, pch_key: str, versions: dict[str, Any], env: dict[str, str]) -> str:
@@ -50,10 +58,10 @@ def binding_key(spec: dict[str, Any], cuda: bool, pch_key: str, versions: dict[s
 
 
 def reusable(spec: dict[str, Any]) -> bool:
-    """Whether main.cpp's object depends only on what `binding_key` covers: no include paths or include
-    flags of the candidate's, and no inclusion other than a plain `#include <header>`."""
-    if spec.get("extra_include_paths") or any(
-        str(flag).startswith(("-I", "-i", "--include", "@")) for flag in spec.get("extra_cflags") or []
+    """Whether main.cpp's object depends only on what `binding_key` covers: no include paths of the
+    candidate's, only flags whose effect is their text, and no inclusion other than a plain `#include <header>`."""
+    if spec.get("extra_include_paths") or not all(
+        REUSABLE_FLAG.fullmatch(str(flag)) for flag in spec.get("extra_cflags") or []
     ):
         return False
     text = "\n".join(spec.get("cpp_sources") or []).replace("\\\n", "")

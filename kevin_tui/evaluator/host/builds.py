@@ -45,6 +45,7 @@ from kevin_tui.evaluator.host.cache import (
     usable_pch,
 )
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, Sandbox
+from kevin_tui.evaluator.host.static_checks import compute_operator
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerProcess, WorkerTimeout
 from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.evaluator.verdict import EnvironmentProblem
@@ -184,18 +185,30 @@ def uses_cuda(spec: dict[str, Any]) -> bool:
 # `redispatch`): the runtime op count cannot see them, and C++ can spell the call any way it likes (a namespace
 # alias, a using-declaration, a macro), so the symbols the built library imports are read instead.
 PAST_THE_DISPATCHER = re.compile(r"\bat::(?:cpu|cuda|native|meta|composite\w*)::\w+|\bat::_ops::\w+::redispatch\b")
+# Every PyTorch call from C++ that goes through the dispatcher, however the source spelt it (a pasted name, an
+# operator: `x * 2` is `mul_Scalar`), lands in the dispatcher's entry for its operator.
+DISPATCHED = re.compile(r"\bat::_ops::(\w+)::call\b")
+# A function looked up by name while the library runs (`dlsym(RTLD_DEFAULT, "_ZN2at3cpu9clamp_min...")`, the name
+# pieced together at runtime) is none of its imports: a library that can look functions up calls what nobody read.
+RUNTIME_LOOKUP = re.compile(r"^\s*U (dlsym|dlvsym|dlopen|dlmopen|__libc_dlsym|__libc_dlopen_mode)\b", re.MULTILINE)
 MAX_SYMBOL_TEXT = 4 << 20
 
 
 def kernels_called_past_the_dispatcher(library: Path) -> list[str]:
-    """Those PyTorch kernels among `library`'s undefined dynamic symbols (demangled by binutils' nm, which
-    every machine that links an extension has; none found when it cannot run)."""
+    """The PyTorch compute among `library`'s undefined dynamic symbols (demangled by binutils' nm, which every
+    machine that links an extension has; none found when it cannot run): kernels past the dispatcher, compute
+    operators through it (the op count, in the candidate's process, can be blinded to those), and the dynamic
+    loader's lookups (`dlsym`), whose finds are called past every check."""
     try:
         listed = subprocess.run(["nm", "-D", "--undefined-only", "-C", str(library)], capture_output=True,
                                 text=True, errors="replace", timeout=60, check=False).stdout  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return []
-    return list(dict.fromkeys(m.group(0) for m in PAST_THE_DISPATCHER.finditer(listed[:MAX_SYMBOL_TEXT])))
+    listed = listed[:MAX_SYMBOL_TEXT]
+    found = [m.group(0) for m in PAST_THE_DISPATCHER.finditer(listed)]
+    found += [f"at::_ops::{m.group(1)}" for m in DISPATCHED.finditer(listed) if compute_operator(m.group(1))]
+    found += [f"{m.group(1)} (functions looked up by name at runtime)" for m in RUNTIME_LOOKUP.finditer(listed)]
+    return list(dict.fromkeys(found))
 
 
 @dataclass

@@ -63,6 +63,9 @@ MAX_WORDS = 4000  # of a message the candidate's process wrote, kept in a verdic
 # plus this many times the inputs and outputs of one call (the trials' files stay there). Beyond it, it is killed.
 SCRATCH_FLOOR = 4 << 30
 SCRATCH_CALLS = 64
+# A round file may hold twice the reference's outputs of its calls and this much more (its header, small outputs):
+# the reference reads all of it, and a sparse file costs the candidate nothing on disk.
+ROUND_FILE_SLACK = 16 << 20
 PRECISION_RATIO = 10.0
 PRECISION_FLOOR = 0.1
 
@@ -548,19 +551,29 @@ class HostRun:
         sent = self.worker.send({"cmd": "round", "round": number, "calls": calls, "seed": seed, "control": control})
         arrived = self.expect_arrival("round_done")
         round_ = _round(arrived.event, sent, arrived.at, number, calls, "candidate")
-        round_.cpu_s, round_.threads = self.worker.cpu_seconds() - before, self.reference.ready()["threads"]
+        round_.threads = self.reference.ready()["threads"]
         reported = arrived.event["path"]
         if control != (reported is None):
             raise ProtocolViolation(f"round_done of a {'control' if control else 'main'} round with path "
                                     f"{str(reported)[:80]!r}")  # fmt: skip
-        if reported is not None:
+        if reported is None:
+            round_.cpu_s = self.worker.cpu_seconds() - before
+            return round_
+        # Nothing of the candidate runs from here until its outputs are read (a thread finishing them after the
+        # reply, into a file it still holds, would do untimed work); CPU time up to the stop is the round's.
+        with self.worker.held():
+            round_.cpu_s = self.worker.cpu_seconds() - before
             name = f"round-{number}.kt"
             taken = self.take_output(reported, name, f"eval-{self.evaluation}-{name}")
-            read = self.reference.ask({"cmd": "ingest", "round": number, "path": str(taken)}, "ingested")
+            largest = calls * 2 * self.reference.ready()["output_bytes"] + ROUND_FILE_SLACK
+            read = self.reference.ask({"cmd": "ingest", "round": number, "path": str(taken), "max_bytes": largest},
+                                      "ingested")  # fmt: skip
             taken.unlink(missing_ok=True)
-            if read["calls"] != calls:
-                raise Decided(Verdict(Status.INCORRECT, f"timing round {number}: {read['calls']} outputs were "
-                                      f"written for {calls} calls (or the file is unusable)"))  # fmt: skip
+        if read.get("problem"):
+            raise Decided(Verdict(Status.INCORRECT, str(read["problem"])[:MAX_WORDS]))
+        if read["calls"] != calls:
+            raise Decided(Verdict(Status.INCORRECT, f"timing round {number}: {read['calls']} outputs were "
+                                  f"written for {calls} calls"))  # fmt: skip
         return round_
 
     def speed_verdict(self, results: dict[str, Side], device: str, leftover_cpu: list[float], seed: int) -> Verdict:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import re
 
+from kevin_tui.evaluator.operators import NOT_COMPUTE
 from kevin_tui.evaluator.verdict import Warning_
 
 TORCH_COMPUTE = {
@@ -178,6 +179,15 @@ def code_strings(tree: ast.AST) -> list[str]:
     }  # fmt: skip
     return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
             and id(n) not in docs]  # fmt: skip
+
+
+def compute_operator(name: str) -> bool:
+    """Whether an ATen operator's struct name (`at::_ops::<name>`: the operator, then its overload after `_`, so
+    `mul_Tensor`, `sum_dim_IntList`, `fill__Scalar`) is PyTorch compute: any operator but those that only
+    allocate, view or copy, as the runtime op count decides (`at::threshold` is a ReLU too)."""
+    parts = name.split("_")
+    prefixes = ["_".join(parts[:cut]) for cut in range(1, len(parts) + 1)]
+    return not any(p in NOT_COMPUTE or p.rstrip("_") in NOT_COMPUTE for p in prefixes if p.strip("_"))
 
 
 def cpp_torch_compute(text: str) -> list[str]:

@@ -154,6 +154,17 @@ class WorkerProcess:
             _spares.discard(self)
             self._resume()
 
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """The worker and every process it started stopped (SIGSTOP, sent from outside) while the host reads
+        what it handed over: a file it still holds (an open descriptor, a mapping, a lease) cannot change
+        under the reader, and no work it does after its reply can land there untimed."""
+        stopped = pause_tree(self.proc.pid) if self.alive() else []
+        try:
+            yield
+        finally:
+            resume(stopped)
+
     def _pause(self) -> None:
         """Under _spare_lock. A spare that has finished starting waits idle on its pipe: nothing to pause."""
         if self._killed or self._paused or self.started.is_set() or self.proc.returncode is not None:

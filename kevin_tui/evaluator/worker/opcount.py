@@ -12,16 +12,7 @@ from typing import Any
 
 from torch.utils._python_dispatch import TorchDispatchMode
 
-# Ops that only allocate, view or copy: not the work a kernel should replace.
-NOT_COMPUTE = (
-    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
-    "view", "reshape", "_reshape_alias", "as_strided", "t", "transpose", "permute", "expand", "contiguous",
-    "clone", "copy_", "_to_copy", "to", "detach", "alias", "slice", "select", "unsqueeze", "squeeze",
-    "lift_fresh", "resize_", "set_", "fill_", "zero_", "unbind", "split", "chunk", "narrow", "flatten",
-    "_unsafe_view", "new_empty", "new_zeros", "new_full", "new_empty_strided", "stride", "size", "item",
-    "_local_scalar_dense", "is_same_size", "result_type", "arange",
-)  # fmt: skip
-
+from kevin_tui.evaluator.operators import NOT_COMPUTE
 
 # PyTorch's own operators. A torch.library custom op (a kernel registered as an operator) is not one: what
 # counts is what its Python body dispatches, which runs under the counter (an honest C++ kernel's body

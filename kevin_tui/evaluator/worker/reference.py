@@ -7,6 +7,7 @@ outputs from files (never unpickled). It stays alive for the evaluator's lifetim
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -373,13 +374,16 @@ class Reference:
     def ingest(self, command: dict[str, Any]) -> None:
         """Read every output of one candidate round now, before the host names the calls it judges."""
         try:
+            if (size := os.stat(command["path"]).st_size) > command["max_bytes"]:  # a sparse file reads as all of it
+                raise TensorFileError(f"{size} bytes, more than the {command['max_bytes']} its calls' outputs take")
             outputs = tensorfile.read(Path(command["path"]), with_devices=True)
             if type(outputs) is not list:
                 raise TensorFileError("not a list of outputs")
         except (OSError, TensorFileError, MemoryError) as exc:
             outputs = f"the candidate's outputs of timing round {command['round']} are unusable: {exc}"
         self.served = {command["round"]: outputs}
-        self.channel.emit("ingested", calls=len(outputs) if type(outputs) is list else 0)
+        usable = type(outputs) is list
+        self.channel.emit("ingested", calls=len(outputs) if usable else 0, problem="" if usable else _bounded(outputs))
 
     def judge_timed(self, command: dict[str, Any]) -> None:
         """Every output of the round against the reference's own output for that call (its round drew the same

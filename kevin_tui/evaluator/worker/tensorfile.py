@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import struct
 from pathlib import Path
 from typing import Any
@@ -135,8 +136,9 @@ class Other:
 
 def read(path: Path, with_devices: bool = False) -> Any:
     """The value written by `write`. Tensors come back on the CPU; with `with_devices`, as Leaf objects
-    that also say where they were."""
-    raw = Path(path).read_bytes()
+    that also say where they were. Opened without blocking: a file its writer still holds a lease on (which
+    would hold this read until the writer lets go, doing work nobody times meanwhile) fails with EAGAIN."""
+    raw = _read_now(Path(path))
     if not raw.startswith(MAGIC) or len(raw) < len(MAGIC) + 8:
         raise TensorFileError("not a tensor file")
     (length,) = struct.unpack("<Q", raw[len(MAGIC) : len(MAGIC) + 8])
@@ -150,6 +152,15 @@ def read(path: Path, with_devices: bool = False) -> Any:
     data = memoryview(raw)[start + length :]
     value = _decode(tree, data, _dtypes(), 0, [len(data)])
     return value if with_devices else _strip(value)
+
+
+def _read_now(path: Path) -> bytes:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except BlockingIOError:
+        raise TensorFileError("its writer still holds the file (a lease): it cannot be read now") from None
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
 
 
 def _strip(value: Any) -> Any:
