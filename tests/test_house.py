@@ -158,3 +158,30 @@ def test_a_build_staged_by_another_process_sharing_the_cache_is_no_tampering(tmp
     assert broker.tampered(before) == []
     finished.write_bytes(b"\x7fELF changed")
     assert broker.tampered(before) == [str(finished)]
+
+
+def test_an_entry_another_process_removes_or_rebuilds_is_no_tampering(tmp_path):
+    """Two test processes share one build cache: one removed an entry left by an earlier run and built it
+    again while the other judged a candidate, which was `rejected` ("the build cache entry rt4_ballast_small-...
+    was changed while this candidate ran"). A removed library is never loaded (it is rebuilt), and a
+    rebuilt one is recorded right after it moves in; a changed library that stays unrecorded still counts."""
+    import threading
+
+    from kevin_tui.evaluator.host.builds import BuildBroker
+    from kevin_tui.evaluator.host.sandbox import Limits, choose
+
+    broker = BuildBroker(tmp_path / "builds", choose("off"), {}, Limits(), tmp_path / "scratch")
+    removed, rebuilt, forged = (broker.root / f"{name}-0123" / f"{name}.so" for name in ("gone", "again", "forged"))
+    for library in (removed, rebuilt, forged):
+        library.parent.mkdir(parents=True)
+        library.write_bytes(b"\x7fELF")
+        broker.manifests.record(library.parent.name, library, name=library.stem, headers="standard")
+    before = broker.libraries()
+    removed.unlink()
+    rebuilt.write_bytes(b"\x7fELF rebuilt")
+    forged.write_bytes(b"\x7fELF forged")
+    recording = threading.Timer(0.3, broker.manifests.record, (rebuilt.parent.name, rebuilt),
+                                {"name": "again", "headers": "standard"})  # fmt: skip
+    recording.start()
+    assert broker.tampered(before) == [str(forged)]
+    recording.join()

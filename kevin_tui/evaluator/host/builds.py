@@ -77,6 +77,7 @@ MAX_NAME = 100
 # What one build may leave in the persistent cache (a library with its object files), and so the largest file
 # its builder may write: a candidate's `.fill` in a data section makes a library of any size, kept for good.
 MAX_BUILD_BYTES = 512 << 20
+SETTLE_S = 1.0  # for a library another kevin-tui moved into the shared cache to be recorded (it records at once)
 
 
 class FlagRefused(Exception):
@@ -275,14 +276,20 @@ class BuildBroker:
         return {str(p): _identity_or_none(p) for p in self.root.glob("*/*.so") if not p.parent.name.startswith(STAGING)}
 
     def tampered(self, before: dict[str, list[int] | None]) -> list[str]:
-        """Libraries in the cache that changed since `before` and no longer match the host's record (a
-        library the host rebuilt meanwhile, for this evaluator or another, matches its new record)."""
-        changed = []
-        for path, known in before.items():
-            library = Path(path)
-            if _identity_or_none(library) != known and self.manifests.check(library.parent.name, library) is None:
-                changed.append(path)
-        return changed
+        """Libraries in the cache that changed since `before` and no longer match the host's record. Another
+        kevin-tui sharing the cache may remove an entry or rebuild it (it moves the library in, then records
+        it): a library gone is no tampering (a missing library is rebuilt, never loaded), and a changed one
+        is given `SETTLE_S` to match its new record before it counts."""
+        suspects = [path for path, known in before.items() if _identity_or_none(Path(path)) not in (known, None)]
+        deadline = time.monotonic() + SETTLE_S
+        while True:
+            suspects = [path for path in suspects if self._unrecorded(Path(path))]
+            if not suspects or time.monotonic() >= deadline:
+                return suspects
+            time.sleep(0.05)
+
+    def _unrecorded(self, library: Path) -> bool:
+        return library.exists() and self.manifests.check(library.parent.name, library) is None
 
     def build(self, request: dict[str, Any], versions: dict[str, Any], source: str, deadline: float) -> BuildRecord:
         """Build (or reuse) what a `build_request` event asks for. Raises WorkerTimeout past `deadline`."""
