@@ -96,24 +96,32 @@ def test_a_build_failure_the_candidate_swallows_is_still_a_compile_error(relu_cp
     assert any(re.search(r"(?m)^\[\s*\d+\.\d s\] \| .*error: .*undeclared_name", text) for text in logs), logs
 
 
-def test_the_header_for_flags_seen_before_is_found_without_a_worker(relu_cpu, monkeypatch):
+def test_the_header_for_flags_seen_before_is_found_without_a_worker(tmp_path, monkeypatch):
     """Which precompiled header some C++ flags need is the trusted step's answer, a worker start (~2 s of
-    each build, more under load): the host asks once per set of flags while that header is its record."""
+    each build, more under load): the host asks once per set of flags, and again once that header no
+    longer matches its record. (The step itself is stubbed: whether the store admits a real header
+    depends on what else the cache holds.)"""
     from kevin_tui.evaluator.host import builds
+    from kevin_tui.evaluator.host.sandbox import Limits, choose
 
-    started: list[str] = []
+    broker = builds.BuildBroker(tmp_path / "builds", choose("off"), {}, Limits(), tmp_path / "scratch")
+    asked: list[list[str]] = []
+    recorded = {"ok": True}
 
-    class Counted(builds.WorkerProcess):
-        def __init__(self, role, *args, **kwargs):
-            started.append(role)
-            super().__init__(role, *args, **kwargs)
+    def step(spec, deadline):
+        asked.append(spec["extra_cflags"])
+        return "0123456789abcdef0123"
 
-    monkeypatch.setattr(builds, "WorkerProcess", Counted)
+    monkeypatch.setattr(broker, "_make_precompiled_header", step)
+    monkeypatch.setattr(builds, "usable_pch", lambda store, key, manifests: recorded["ok"])
     spec = {"kind": "inline", "no_implicit_headers": False, "extra_cflags": ["-O2"], "extra_include_paths": []}
-    relu_cpu.broker.pch_keys.clear()
-    first = relu_cpu.broker.precompiled_header(spec, time.monotonic() + 600)  # relu_cpp.py's flags: made once
-    again = relu_cpu.broker.precompiled_header(dict(spec), time.monotonic() + 600)
-    assert first and again == first and started == ["builder"]
+    first = broker.precompiled_header(spec, time.monotonic() + 60)
+    again = broker.precompiled_header(dict(spec), time.monotonic() + 60)
+    other = broker.precompiled_header({**spec, "extra_cflags": ["-O3"]}, time.monotonic() + 60)
+    assert first == again == other == "0123456789abcdef0123" and asked == [["-O2"], ["-O3"]]
+    recorded["ok"] = False  # the header changed or was evicted: ask the trusted step again
+    broker.precompiled_header(dict(spec), time.monotonic() + 60)
+    assert asked == [["-O2"], ["-O3"], ["-O2"]]
 
 
 def test_a_flag_that_runs_programs_is_refused_as_a_compile_error(relu_cpu):

@@ -547,13 +547,16 @@ class KevinApp(App):
 
     async def action_quit(self) -> None:
         """Running turns are stopped, their builds and workers killed, and the session records the
-        stop before the app exits (at once: nothing is waited out)."""
+        stop before the app exits (at once: nothing is waited out). A commit, undo or install already
+        under way is finished first: cancelled, its git change would stand without its session event."""
         if self.closing.is_set():
             return
         self.closing.set()
         self.set_status("quitting: stopping the turn and its workers…")
-        for worker in self.workers:
-            if worker.group == "run":
+        for group in ("run", "git"):
+            for worker in [w for w in self.workers if w.group == group]:
+                if group == "git" and not worker.is_finished:
+                    self.set_status("quitting: finishing the commit or install under way…")
                 with contextlib.suppress(WorkerCancelled, WorkerFailed):
                     await worker.wait()
         self.exit()
