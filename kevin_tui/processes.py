@@ -84,9 +84,10 @@ STOPPED = (None, "T", "t", "Z", "X")  # states of a process that runs no more (N
 def pause_tree(root: int, settle_s: float = 2.0) -> list[int]:
     """SIGSTOP `root` (a child of ours, not yet reaped) and every process below it; pidfds of those stopped,
     for `resume`. Each walk of /proc waits until what it stopped shows as stopped, then walks again: a
-    stopped process forks no more, so the walk that finds nothing new has them all. Only for a tree that
-    runs our own code (a spare worker before its first command): a process that keeps forking faster than
-    the walk, or blocks SIGSTOP's delivery, could outrun it, which costs a timing's quiet, never a kill."""
+    stopped process forks no more, so the walk that finds nothing new has them all. A process that keeps
+    forking faster than the walk could outrun it for a moment: for a spare (our own start-up) that costs a
+    timing's quiet; for a candidate held while its outputs are read (`WorkerProcess.held`), work done in
+    that moment is charged only as CPU time (README, "What remains open"). Never used to kill."""
     held: dict[int, int] = {}
     seen: set[int] = set()  # tried once each, held or not (gone, or not below root after all)
     while new := [pid for pid in descendants(root) if pid not in seen]:

@@ -547,7 +547,7 @@ class KevinApp(App):
 
     async def action_quit(self) -> None:
         """Running turns are stopped, their builds and workers killed, and the session records the
-        stop before the app exits (at once: nothing is waited out). A commit, undo or install already
+        stop before the app exits (at once: no turn is waited out). A commit, undo or install already
         under way is finished first: cancelled, its git change would stand without its session event."""
         if self.closing.is_set():
             return

@@ -372,7 +372,8 @@ class Reference:
         self.channel.emit("round_done", round=command["round"], samples_ms=samples, synced_ms=synced, path=None)
 
     def ingest(self, command: dict[str, Any]) -> None:
-        """Read every output of one candidate round now, before the host names the calls it judges."""
+        """Read every output of one candidate round now, while the host holds the candidate stopped; the judge
+        compares them later (`judge_timed`)."""
         try:
             if (size := os.stat(command["path"]).st_size) > command["max_bytes"]:  # a sparse file reads as all of it
                 raise TensorFileError(f"{size} bytes, more than the {command['max_bytes']} its calls' outputs take")
