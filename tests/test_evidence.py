@@ -15,6 +15,7 @@ from kevin_tui.evaluator.host.timing import (
     clock_check,
     headline,
     host_speedup,
+    outward,
     process_bias,
     speedup_interval,
 )
@@ -66,6 +67,13 @@ def test_the_headline_stays_inside_the_interval_and_is_one_when_one_is_inside():
     assert headline(1.3, (0.9, 1.6)) == 1.0
     assert headline(2.0, (1.5, 2.5)) == 2.0
     assert headline(2.0, (0.5, 0.8)) == 0.8
+
+
+def test_the_recorded_interval_is_rounded_outward_so_the_headline_stays_inside_it():
+    # CI found 0.8165280 reported against a stored high bound of 0.8165 (rounded to nearest, clamped before)
+    low, high = outward((0.0312345, 0.8165280452))
+    assert (low, high) == (0.0312, 0.8166)
+    assert low <= headline(5.0, (low, high)) <= high and low <= headline(0.0, (low, high)) <= high
 
 
 def test_the_clock_check_scales_with_the_work_with_no_fixed_floor():

@@ -215,6 +215,12 @@ def speedup_interval(reference: Side, candidate: Side, seed: int = 0) -> tuple[f
     return min(low, low * bias), max(high, high * bias)
 
 
+def outward(interval: tuple[float, float], digits: int = 4) -> tuple[float, float]:
+    """The interval rounded for the record without narrowing it: the low bound down, the high bound up."""
+    scale = 10**digits
+    return math.floor(interval[0] * scale) / scale, math.ceil(interval[1] * scale) / scale
+
+
 def headline(point: float, interval: tuple[float, float]) -> float:
     """The speedup to report and rank by: the point estimate kept inside the (widened) interval, and at most
     1.0 when the interval holds 1.0. Widening (noise, a control the candidate slowed in its own process) only
