@@ -344,6 +344,7 @@ def run_candidate(request: dict[str, Any], channel: Channel) -> None:
     torch.set_num_threads(request["threads"])
     if request["device"].startswith("cuda"):
         torch.cuda.set_device(request["device"])  # kernels launch on the current device: make it ours
+        torch.cuda.init()  # before anything is seeded, as in the reference worker (common.seeded)
     run = CandidateRun(request, channel)
     try:
         run.load()

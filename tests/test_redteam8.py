@@ -1,0 +1,72 @@
+"""Attacks an eighth red team wrote against the evaluator after the seventh's fixes
+(tests/candidates/redteam8/, each file's docstring says the attack, its true verdict and what it got
+before the fix), with their honest counterparts."""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import CANDIDATES
+
+REDTEAM8 = CANDIDATES / "redteam8"
+
+
+def redteam8(name: str) -> str:
+    return (REDTEAM8 / f"{name}.py").read_text()
+
+
+# -- the timing loop holds no work the candidate's copy of it can skip ----------------------------------------
+
+
+def test_drawing_a_timed_call_takes_no_stack_trace(monkeypatch):
+    """lean_seeding_hides_the_kernel.py: `torch.manual_seed` on a machine where CUDA is not initialised queues a
+    lazy seed per device type with a `traceback.format_stack()` each, ~0.1-0.3 ms in every timed call's drawing,
+    which the host credits to both sides as the reference's loop overhead. The candidate rebound the loop's
+    `seeded` to seed the CPU generator alone and spent the time saved on its ReLU: `correct` at 20.6x for a
+    plain loop (its honest twin: 0.95x). The loop now seeds the generators the draw uses directly."""
+    import torch
+
+    from kevin_tui.evaluator.worker.inputs import TimedInputs, call_seed
+
+    def get_inputs() -> list[Any]:
+        return [torch.randn(4, 8), torch.randint(0, 9, (3,))]
+
+    traces = []
+    monkeypatch.setattr(traceback, "format_stack", lambda *a, **k: traces.append(1) or [])
+    drawn = TimedInputs(get_inputs, "cpu").args(1234, 5)
+    assert traces == [], "a stack trace taken in a timed call's drawing"
+    monkeypatch.undo()
+    torch.manual_seed(call_seed(1234, 5))
+    expected = get_inputs()
+    assert all(torch.equal(a, b) for a, b in zip(drawn, expected, strict=True)), "not the values torch's seed draws"
+
+
+def test_the_reference_removes_its_round_file_after_its_reply(tmp_path: Path):
+    """The reference's round wrote its outputs like the candidate's and removed the file (~1 ms for 16 MB) before
+    its reply, inside the window the host times; the candidate's file is taken by the host after the reply. The
+    difference was loop overhead credited to the candidate that it never pays."""
+    import torch
+
+    from kevin_tui.evaluator.worker.channel import Channel
+    from kevin_tui.evaluator.worker.inputs import TimedInputs
+    from kevin_tui.evaluator.worker.reference import Reference
+    from kevin_tui.evaluator.worker.timing_loop import Timer
+
+    path = tmp_path / "round-eager.kt"
+    replies: list[bool] = []
+
+    class Recorder(Channel):
+        def __init__(self) -> None:
+            pass
+
+        def emit(self, event: str, **fields: Any) -> None:
+            replies.append(path.exists())
+
+    reference = Reference.__new__(Reference)
+    reference.outbox, reference.channel, reference.round_seeds = tmp_path, Recorder(), {}
+    reference.timers = {"eager": Timer(lambda args: args[0] * 2, TimedInputs(lambda: [torch.ones(4)], "cpu"), "cpu")}
+    reference.round({"side": "eager", "round": 1, "calls": 3, "seed": 7})
+    assert replies == [True], "the round file was removed before the reply (inside the host's window)"
+    assert not path.exists()
