@@ -70,3 +70,17 @@ def test_the_reference_removes_its_round_file_after_its_reply(tmp_path: Path):
     reference.round({"side": "eager", "round": 1, "calls": 3, "seed": 7})
     assert replies == [True], "the round file was removed before the reply (inside the host's window)"
     assert not path.exists()
+
+
+# -- static checks: an identity test is no compute ------------------------------------------------------------
+
+
+def test_identity_tests_in_forward_are_not_tensor_comparisons():
+    """honest_strict_identity_checks.py: `assert x is not None` and `out is not x` in forward were "a tensor
+    comparison", PyTorch compute, and `rejected` under --strict; `y * (y > 0)` still is one."""
+    from kevin_tui.evaluator.host.static_checks import run_static_checks
+
+    codes = [w.code for w in run_static_checks(redteam8("honest_strict_identity_checks"))]
+    assert "torch_compute_ops" not in codes, codes
+    arithmetic = redteam8("honest_strict_identity_checks").replace("return out\n", "return out * (out > 0)\n")
+    assert "torch_compute_ops" in [w.code for w in run_static_checks(arithmetic)]

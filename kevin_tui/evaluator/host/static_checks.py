@@ -427,8 +427,9 @@ def _tensor_arithmetic(tree: ast.Module, aliases: Aliases) -> list[str]:
                 return tensor(node.left) or tensor(node.right)
             if isinstance(node, ast.UnaryOp | ast.Subscript):
                 return tensor(node.operand if isinstance(node, ast.UnaryOp) else node.value)
-            if isinstance(node, ast.Compare):
-                return tensor(node.left) or any(tensor(c) for c in node.comparators)
+            if isinstance(node, ast.Compare):  # `x is None` asks about the object, never the tensor's values
+                identity = all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops)
+                return not identity and (tensor(node.left) or any(tensor(c) for c in node.comparators))
             if isinstance(node, ast.Call):
                 name = dotted_name(node.func) or ""
                 if name.rsplit(".", 1)[0] in extensions or aliases.resolve(name).startswith("torch."):
