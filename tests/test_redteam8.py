@@ -8,6 +8,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from tests.conftest import CANDIDATES
 
 REDTEAM8 = CANDIDATES / "redteam8"
@@ -84,3 +87,23 @@ def test_identity_tests_in_forward_are_not_tensor_comparisons():
     assert "torch_compute_ops" not in codes, codes
     arithmetic = redteam8("honest_strict_identity_checks").replace("return out\n", "return out * (out > 0)\n")
     assert "torch_compute_ops" in [w.code for w in run_static_checks(arithmetic)]
+
+
+# -- precision is measured where the kernel is timed too ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def timed_relu(relu_problem, build_cache):
+    """A timed evaluator on ReLU (a few short rounds), one per test module."""
+    options = EvalOptions(device="cpu", timing_trials=10, shapes="off", profile=False, cache_dir=build_cache)
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
+        yield evaluator
+
+
+def test_a_kernel_narrow_only_after_its_first_trial_gets_the_lower_precision_warning(timed_relu):
+    """lower_precision_after_the_first_trial.py: exact on its first two calls, where precision was measured (the
+    first trial), 14 mantissa bits on every later one: `correct` with no warning, also under --strict. One timed
+    call, named by the host after the round's outputs were committed, is measured against float64 too."""
+    verdict = timed_relu.evaluate(redteam8("lower_precision_after_the_first_trial"))
+    assert verdict.status is Status.CORRECT, verdict.message
+    assert "lower_precision" in {w.code for w in verdict.warnings}, verdict.evidence.get("precision")

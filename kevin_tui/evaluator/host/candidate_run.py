@@ -123,7 +123,7 @@ class HostRun:
     op_counts: dict[str, int] = field(default_factory=dict)
     evaluation: int = 0
     cache_before: dict[str, list[int] | None] = field(default_factory=dict)
-    precision: dict[str, float] | None = None  # the first trial's error shares, as the judge measured them
+    precision: dict[str, float] | None = None  # error shares as the judge measured them (the least precise seen)
     seed: int = field(default_factory=lambda: secrets.randbits(62))
     quiet: bool = False  # no phases reported: evidence after the verdict, which the verdict panel shows
 
@@ -478,8 +478,10 @@ class HostRun:
         with self.host_work("judge"):
             judged = self.reference.ask({**command, "atol": self.options.atol, "rtol": self.options.rtol}, "judged")
         self.checks += [Check(**c) for c in judged["checks"]]
-        if judged.get("precision"):
-            self.precision = judged["precision"]
+        if (precision := judged.get("precision")) and (
+            self.precision is None or precision["candidate"] > self.precision["candidate"]
+        ):  # the least precise of what was measured (the first trial, one timed call)
+            self.precision = precision
         if not judged["passed"]:
             mismatch = judged["mismatch"]
             if trial is not None:
@@ -522,6 +524,7 @@ class HostRun:
         calls = plan.calls_per_round(device, slowest, ready["output_bytes"])
         results = {side: Side() for side in [*sides, "candidate"]}
         leftover_cpu: list[float] = []
+        measured_round = secret.randrange(1, plan.rounds + 1)  # its precision too, at a call named after it ran
         for number in range(1, plan.rounds + 1):
             seed = secret.getrandbits(62)
             order = list(results)
@@ -536,7 +539,8 @@ class HostRun:
                     leftover_cpu.append(
                         self.worker.cpu_seconds() - before - ref_round.window_ms / 1e3 * LEFTOVER_CPU_SHARE
                     )
-            self.judge({"cmd": "judge_timed", "round": number})
+            precision_call = secret.randrange(calls) if number == measured_round else None
+            self.judge({"cmd": "judge_timed", "round": number, "precision_call": precision_call})
             results["candidate"].controls.append(self.candidate_round(number, calls, seed, control=True))
         return self.speed_verdict(results, device, leftover_cpu, secret.getrandbits(62))
 

@@ -210,14 +210,14 @@ class Reference:
         except Exception:
             return None
 
-    def precision(self, ref: Any, outputs: dict[str, Any], command: dict[str, Any]) -> dict[str, float] | None:
-        """How much of the tolerance the candidate's first run and the float32 reference each use against
-        the float64 reference (evidence: a much larger share suggests the candidate computes in less precision)."""
-        if self.precise is None or "before" not in outputs:
+    def precision(self, precise: Any, ref: Any, got: Any, command: dict[str, Any]) -> dict[str, float] | None:
+        """How much of the tolerance a candidate output and the float32 reference's each use against the float64
+        result `precise` (evidence: a much larger share suggests the candidate computes in less precision)."""
+        if precise is None or got is None:
             return None
         atol, rtol = command.get("atol"), command.get("rtol")
-        candidate = tolerance_share(self.precise, outputs["before"], ref, atol, rtol)
-        reference = tolerance_share(self.precise, ref, ref, atol, rtol)
+        candidate = tolerance_share(precise, got, ref, atol, rtol)
+        reference = tolerance_share(precise, ref, ref, atol, rtol)
         if candidate is None or reference is None:
             return None
         return {"candidate": round(candidate, 6), "reference": round(reference, 6)}
@@ -287,13 +287,14 @@ class Reference:
             verdict.passed = False
             verdict.message = f"{label}: {given_aliases[0]}, which the reference's output never does"
             verdict.mismatch = {"reason": verdict.message}
+        measured = first and verdict.passed
         self.channel.emit(
             "judged",
             passed=verdict.passed,
             checks=[{k: _bounded(v) for k, v in c.__dict__.items()} for c in verdict.checks],
             mismatch={k: _bounded(v) for k, v in verdict.mismatch.items()},
             message=_bounded(verdict.message),
-            precision=self.precision(ref, outputs, command) if first and verdict.passed else None,
+            precision=self.precision(self.precise, ref, outputs.get("before"), command) if measured else None,
         )
         self.last_judged = outputs
 
@@ -392,7 +393,10 @@ class Reference:
     def judge_timed(self, command: dict[str, Any]) -> None:
         """Every output of the round against the reference's own output for that call (its round drew the same
         inputs from the same seed, so judging costs comparisons only); one outside tolerance is measured
-        against float64 before it counts, as in the trials."""
+        against float64 before it counts, as in the trials. The host names one call of one round
+        (`precision_call`, after every output was committed) whose precision is measured as the first trial's
+        is: a kernel exact only where precision is measured (its first calls) and narrower where it is timed
+        shows it there."""
         served, mine = self.served.pop(command["round"]), self.timers["eager"].outputs
         label = f"timing round {command['round']}"
         if type(served) is str or len(served) != len(mine):
@@ -416,7 +420,11 @@ class Reference:
             widened += any(c.detail for c in verdict.checks)
         detail = f"{widened} within the float32 reference's own error of the float64 result" if widened else ""
         check = {"name": f"{label}: all {len(mine)} outputs", "passed": True, "detail": detail}
-        self.channel.emit("judged", passed=True, checks=[check], mismatch={}, message="", precision=None)
+        named = command.get("precision_call")
+        precision = None
+        if type(named) is int and 0 <= named < len(mine):
+            precision = self.precision(self.in_float64(inputs.args(seed, named)), mine[named], served[named], command)
+        self.channel.emit("judged", passed=True, checks=[check], mismatch={}, message="", precision=precision)
 
     def measure_peaks(self, command: dict[str, Any]) -> None:
         """This CPU's memory bandwidth (a large copy) and FP32 rate (a matmul), best of a few runs."""
