@@ -107,3 +107,27 @@ def test_a_kernel_narrow_only_after_its_first_trial_gets_the_lower_precision_war
     verdict = timed_relu.evaluate(redteam8("lower_precision_after_the_first_trial"))
     assert verdict.status is Status.CORRECT, verdict.message
     assert "lower_precision" in {w.code for w in verdict.warnings}, verdict.evidence.get("precision")
+
+
+# -- --strict: C++ that calls back into Python ----------------------------------------------------------------
+
+
+def test_strict_rejects_a_kernel_calling_torch_back_through_python(strict):
+    """strict_python_callback_blinds_the_count.py: the C++ imports `torch` with pybind11 and calls `torch.relu`
+    by attribute name inside `torch._C._DisableTorchDispatch()`, every name pasted: no `at::` text, no PyTorch
+    symbol, no dispatch the op count sees (`correct` under --strict). Python's import and call machinery among the
+    library's imports is a finding now."""
+    verdict = strict.evaluate(redteam8("strict_python_callback_blinds_the_count"))
+    assert verdict.status is Status.REJECTED, verdict.message
+    assert "PyImport_ImportModule" in verdict.message
+
+
+def test_strict_reads_python_calls_in_the_cpp_text_and_keeps_honest_kernels(strict):
+    """The same calls written out are named in the text; an honest C++ kernel (pybind11's glue imports none of
+    Python's import or call machinery) stays correct under --strict, with identity tests in its forward."""
+    from kevin_tui.evaluator.host.static_checks import cpp_torch_compute
+
+    text = 'auto t = pybind11::module_::import("torch"); return t.attr("relu")(x).cast<torch::Tensor>();'
+    assert {"module_::import", ".attr("} <= set(cpp_torch_compute(text))
+    verdict = strict.evaluate(redteam8("honest_strict_identity_checks"))
+    assert verdict.status is Status.CORRECT, verdict.message

@@ -75,7 +75,10 @@ CPP_CALL = re.compile(r"\b(?:at|torch)((?:::\w+)+)\s*(?:<[^<>;(){}]*>)?\s*\(")
 CPP_METHOD = re.compile(r"(?:\.|->)\s*(\w+)\s*\(")
 CPP_DISPATCH = re.compile(
     r"\b(?:Exclude|Include)DispatchKey(?:Set)?Guard\b|\bDispatchKey::Python\w*|\bDispatcher::singleton\b"
-    r"|\bfindSchema\w*|\bredispatch\w*|\bDisableTorchFunction\w*"
+    r"|\bfindSchema\w*|\bredispatch\w*|\bDisableTorch(?:Function|Dispatch)\w*"
+    # C++ calling back into Python (a module imported, an attribute called by name): torch.relu is one `.attr` away
+    r"|\bmodule_?::import\b|\.\s*attr\s*\(|\bPy(?:Import|Run)_\w+|\bPy_CompileString\w*|\bPyEval_EvalCode\w*"
+    r"|\bPyObject_(?:GetAttr|Vectorcall|Call)\w*|\b(?:py|pybind11)::(?:eval|exec)\b|__import__"
 )
 
 
