@@ -131,3 +131,28 @@ def test_strict_reads_python_calls_in_the_cpp_text_and_keeps_honest_kernels(stri
     assert {"module_::import", ".attr("} <= set(cpp_torch_compute(text))
     verdict = strict.evaluate(redteam8("honest_strict_identity_checks"))
     assert verdict.status is Status.CORRECT, verdict.message
+
+
+# -- builds: a denied flag handed on as another option's value ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "flag",
+    ["-Xcompiler=-wrapper,/usr/bin/echo", "--compiler-options=-fplugin=/x.so", "-Xcompiler=-B/tmp",
+     "-Xcompiler=@args", "-Xptxas=-o,elsewhere", "--compiler-options=-O2,-specs=x"],
+)  # fmt: skip
+def test_a_denied_flag_given_as_an_option_value_is_refused(flag):
+    """denied_flag_as_an_option_value.py: `-Xcompiler=-wrapper,/usr/bin/echo` passed the deny list (its parts are
+    `-Xcompiler=-wrapper` and `/usr/bin/echo`) and nvcc's host compiler ran echo in the builder."""
+    from kevin_tui.evaluator.host.builds import FlagRefused, normalise_flags
+
+    with pytest.raises(FlagRefused):
+        normalise_flags([flag])
+
+
+def test_honest_option_values_pass():
+    from kevin_tui.evaluator.host.builds import normalise_flags
+
+    flags = ["-Xcompiler=-fPIC", "--compiler-options=-O3,-fopenmp", "-Xptxas=-v", "-DOFFSET=-1", "-Xcompiler=-march=native",
+             "--use_fast_math", "-Xcompiler", "-Wall"]  # fmt: skip
+    assert normalise_flags(flags) == flags

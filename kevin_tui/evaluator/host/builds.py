@@ -137,6 +137,17 @@ def check_link_flags(flags: list[str]) -> None:
             )
 
 
+def _options_in(token: str) -> list[str]:
+    """Every option a flag hands on: its comma- or space-separated parts, and an option given as another's value
+    (`-Xcompiler=-wrapper,/usr/bin/echo` hands nvcc's host compiler `-wrapper`, which then ran echo in the builder)."""
+    found = []
+    for part in token.replace(",", " ").split():
+        found.append(part)
+        while "=" in part and (part := part.split("=", 1)[1])[:1] in ("-", "@"):
+            found.append(part)
+    return found
+
+
 def normalise_flags(flags: list[str]) -> list[str]:
     """Drop empty flags (g++ reads `""` as a file name: stdin) and repeats, keeping the last of each."""
     for flag in flags:
@@ -145,7 +156,7 @@ def normalise_flags(flags: list[str]) -> list[str]:
     kept = [u for i, u in enumerate(units) if u not in units[i + 1 :]]
     for unit in kept:
         for token in unit:
-            for part in token.replace(",", " ").split():
+            for part in _options_in(token):
                 if any(part == d or part.startswith(d) for d in DENIED_FLAGS):
                     raise FlagRefused(
                         f"the flag {token!r} is not allowed: it makes the compiler run or write elsewhere"
