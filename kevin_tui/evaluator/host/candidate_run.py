@@ -50,7 +50,7 @@ from kevin_tui.evaluator.host.workers import (
     describe_exit,
     spares_paused,
 )
-from kevin_tui.evaluator.protocol import ProtocolViolation
+from kevin_tui.evaluator.protocol import OUTPUT_FILE_SLACK, ProtocolViolation
 from kevin_tui.evaluator.verdict import Check, Status, Timing, Verdict, Warning_
 from kevin_tui.ranking import speed_class
 
@@ -67,7 +67,6 @@ SCRATCH_FLOOR = 4 << 30
 SCRATCH_CALLS = 64
 # A round file may hold twice the reference's outputs of its calls and this much more (its header, small outputs):
 # the reference reads all of it, and a sparse file costs the candidate nothing on disk.
-ROUND_FILE_SLACK = 16 << 20
 PRECISION_RATIO = 10.0
 PRECISION_FLOOR = 0.1
 
@@ -564,7 +563,7 @@ class HostRun:
             round_.cpu_s = self.worker.cpu_seconds() - before
             name = f"round-{number}.kt"
             taken = self.take_output(reported, name, f"eval-{self.evaluation}-{name}")
-            largest = calls * 2 * self.reference.ready()["output_bytes"] + ROUND_FILE_SLACK
+            largest = calls * 2 * self.reference.ready()["output_bytes"] + OUTPUT_FILE_SLACK
             read = self.reference.ask({"cmd": "ingest", "round": number, "path": str(taken), "max_bytes": largest},
                                       "ingested")  # fmt: skip
             taken.unlink(missing_ok=True)
