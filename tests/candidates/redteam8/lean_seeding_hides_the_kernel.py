@@ -18,7 +18,8 @@ TRUE verdict: correct, speedup about 1x (no more than honest_relu_loop_twin.py g
 Before (main at 8801afc, --sandbox unshare, loaded 2-core CPU): `correct, 20.64x vs eager (95% interval
 9.22-63.72x) (0.022 ms vs 0.451 ms)`; the honest twin in the same session: `correct, no measurable difference
 (measured 0.95x, 0.48-2.67x)`. After (the loop seeds the generators directly, and the reference removes its
-round file after its reply): `correct, no measurable difference (measured 0.47x, 0.19-19.79x)`.
+round file after its reply): `correct, no measurable difference (measured 0.47x, 0.19-19.79x)`; again after merging main:
+`correct, no measurable difference (measured 0.81x, 0.61-1.32x)`.
 """
 
 import sys
