@@ -75,7 +75,10 @@ CPP_CALL = re.compile(r"\b(?:at|torch)((?:::\w+)+)\s*(?:<[^<>;(){}]*>)?\s*\(")
 CPP_METHOD = re.compile(r"(?:\.|->)\s*(\w+)\s*\(")
 CPP_DISPATCH = re.compile(
     r"\b(?:Exclude|Include)DispatchKey(?:Set)?Guard\b|\bDispatchKey::Python\w*|\bDispatcher::singleton\b"
-    r"|\bfindSchema\w*|\bredispatch\w*|\bDisableTorchFunction\w*"
+    r"|\bfindSchema\w*|\bredispatch\w*|\bDisableTorch(?:Function|Dispatch)\w*"
+    # C++ calling back into Python (a module imported, an attribute called by name): torch.relu is one `.attr` away
+    r"|\bmodule_?::import\b|\.\s*attr\s*\(|\bPy(?:Import|Run)_\w+|\bPy_CompileString\w*|\bPyEval_EvalCode\w*"
+    r"|\bPyObject_(?:GetAttr|Vectorcall|Call)\w*|\b(?:py|pybind11)::(?:eval|exec)\b|__import__"
 )
 
 
@@ -427,8 +430,9 @@ def _tensor_arithmetic(tree: ast.Module, aliases: Aliases) -> list[str]:
                 return tensor(node.left) or tensor(node.right)
             if isinstance(node, ast.UnaryOp | ast.Subscript):
                 return tensor(node.operand if isinstance(node, ast.UnaryOp) else node.value)
-            if isinstance(node, ast.Compare):
-                return tensor(node.left) or any(tensor(c) for c in node.comparators)
+            if isinstance(node, ast.Compare):  # `x is None` asks about the object, never the tensor's values
+                identity = all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops)
+                return not identity and (tensor(node.left) or any(tensor(c) for c in node.comparators))
             if isinstance(node, ast.Call):
                 name = dotted_name(node.func) or ""
                 if name.rsplit(".", 1)[0] in extensions or aliases.resolve(name).startswith("torch."):

@@ -322,10 +322,10 @@ class CandidateRun:
         samples, synced = self.guarded(
             "timing forward", lambda: timer.round(command["calls"], command["seed"], path, command["control"])
         )
-        if command["control"]:
-            path.unlink()
         self.channel.emit("round_done", round=command["round"], samples_ms=samples, synced_ms=synced,
                           path=None if command["control"] else str(path))  # fmt: skip
+        if command["control"]:  # after the reply, as the reference's own round file is removed
+            path.unlink()
         self.untouched(leftover, f"timing round {command['round']}")
         if timer.shared_memory and not self.request["output_aliases"]:
             shared = timer.shared_memory
@@ -344,6 +344,7 @@ def run_candidate(request: dict[str, Any], channel: Channel) -> None:
     torch.set_num_threads(request["threads"])
     if request["device"].startswith("cuda"):
         torch.cuda.set_device(request["device"])  # kernels launch on the current device: make it ours
+        torch.cuda.init()  # before anything is seeded, as in the reference worker (common.seeded)
     run = CandidateRun(request, channel)
     try:
         run.load()

@@ -225,7 +225,7 @@ def tolerance_share(ref64: Any, got: Any, dtype_of: Any, atol: float | None, rto
         if not r.is_floating_point() or r.dtype == torch.float64 or r64.shape != x.shape:
             continue
         atol_, rtol_ = tolerance_for(r.dtype, atol, rtol)
-        r64, x = r64.to(torch.float64), x.to(torch.float64)
+        r64, x = r64.to(torch.float64), x.to(r64.device, torch.float64)  # a candidate's output is read back on the CPU
         finite = torch.isfinite(r64) & torch.isfinite(x)
         if not bool(finite.any()):
             continue

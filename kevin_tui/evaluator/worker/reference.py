@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from kevin_tui.evaluator.protocol import compile_baseline_on
+from kevin_tui.evaluator.protocol import OUTPUT_FILE_SLACK, compile_baseline_on
 from kevin_tui.evaluator.worker import common, tensorfile
 from kevin_tui.evaluator.worker.capture import aliases, model_tensors, no_modes, snapshot
 from kevin_tui.evaluator.worker.channel import Channel
@@ -58,9 +58,12 @@ def write_record(path: Path, outputs: dict[str, Any], found_aliases: list[str]) 
 MAX_ALIASES = 16
 
 
-def read_record(path: Path, names: tuple[str, ...], *others: tuple[str, ...]) -> tuple[dict[str, Any], list[str]]:
+def read_record(
+    path: Path, names: tuple[str, ...], *others: tuple[str, ...], max_bytes: int
+) -> tuple[dict[str, Any], list[str]]:
     """The runs of an output record, which must be exactly `names` or one of the `others` (the candidate wrote
-    it, and its words end up in the judgement), and what its outputs alias."""
+    it, and its words end up in the judgement), and what its outputs alias; a file over `max_bytes` is not read."""
+    bounded(path, max_bytes)
     accepted = [set(names), *map(set, others)]
     names = tuple(n for choice in (names, *others) for n in choice)
     record = tensorfile.read(path, with_devices=True)
@@ -79,6 +82,17 @@ def read_record(path: Path, names: tuple[str, ...], *others: tuple[str, ...]) ->
     if not all(type(a) is str and len(a) <= tensorfile.MAX_NAME for a in aliases):
         raise TensorFileError("not an output record")
     return runs, aliases
+
+
+def bounded(path: Path, max_bytes: int) -> None:
+    """A candidate's file larger than what it should hold is refused before it is read (holes read as zeros)."""
+    if (size := os.stat(path).st_size) > max_bytes:
+        raise TensorFileError(f"{size} bytes, more than the {max_bytes} its outputs take")
+
+
+def record_bytes(runs: int, *outputs: Any) -> int:
+    """The most an output record of `runs` runs may take, each like the largest of the reference's `outputs`."""
+    return runs * 2 * max(map(_nbytes, outputs), default=0) + OUTPUT_FILE_SLACK
 
 
 TRIAL_RUNS = ("before", "after")  # a trial's runs, before and after the reference ran in the candidate's process
@@ -212,14 +226,14 @@ class Reference:
         except Exception:
             return None
 
-    def precision(self, ref: Any, outputs: dict[str, Any], command: dict[str, Any]) -> dict[str, float] | None:
-        """How much of the tolerance the candidate's first run and the float32 reference each use against
-        the float64 reference (evidence: a much larger share suggests the candidate computes in less precision)."""
-        if self.precise is None or "before" not in outputs:
+    def precision(self, precise: Any, ref: Any, got: Any, command: dict[str, Any]) -> dict[str, float] | None:
+        """How much of the tolerance a candidate output and the float32 reference's each use against the float64
+        result `precise` (evidence: a much larger share suggests the candidate computes in less precision)."""
+        if precise is None or got is None:
             return None
         atol, rtol = command.get("atol"), command.get("rtol")
-        candidate = tolerance_share(self.precise, outputs["before"], ref, atol, rtol)
-        reference = tolerance_share(self.precise, ref, ref, atol, rtol)
+        candidate = tolerance_share(precise, got, ref, atol, rtol)
+        reference = tolerance_share(precise, ref, ref, atol, rtol)
         if candidate is None or reference is None:
             return None
         return {"candidate": round(candidate, 6), "reference": round(reference, 6)}
@@ -260,7 +274,8 @@ class Reference:
         parameters, or its inputs only (its parameters are not the reference's, or it keeps derived ones)."""
         expected = self.outputs[command["eval"]][command["trial"]]
         try:
-            (changed,), _ = read_record(Path(command["path"]), ("parameters",), ("inputs",))
+            largest = record_bytes(1, *expected.values())
+            (changed,), _ = read_record(Path(command["path"]), ("parameters",), ("inputs",), max_bytes=largest)
         except (OSError, TensorFileError, ValueError, MemoryError):
             changed = "parameters"  # judged below, which says why the record is unusable
         label = command["label"] + (" (its inputs only)" if changed == "inputs" else "")
@@ -277,7 +292,7 @@ class Reference:
         first: bool = False, precise: Callable[[], Any] | None = None,
     ) -> None:  # fmt: skip
         try:
-            outputs, given_aliases = read_record(Path(command["path"]), runs)
+            outputs, given_aliases = read_record(Path(command["path"]), runs, max_bytes=record_bytes(len(runs), ref))
         except (OSError, TensorFileError, MemoryError) as exc:  # a file too large to read is the candidate's too
             message = _bounded(f"the candidate's output file for {label} is unusable: {exc or type(exc).__name__}")
             self.channel.emit("judged", passed=False, checks=[], mismatch={"reason": message}, precision=None,
@@ -289,13 +304,14 @@ class Reference:
             verdict.passed = False
             verdict.message = f"{label}: {given_aliases[0]}, which the reference's output never does"
             verdict.mismatch = {"reason": verdict.message}
+        measured = first and verdict.passed
         self.channel.emit(
             "judged",
             passed=verdict.passed,
             checks=[{k: _bounded(v) for k, v in c.__dict__.items()} for c in verdict.checks],
             mismatch={k: _bounded(v) for k, v in verdict.mismatch.items()},
             message=_bounded(verdict.message),
-            precision=self.precision(ref, outputs, command) if first and verdict.passed else None,
+            precision=self.precision(self.precise, ref, outputs.get("before"), command) if measured else None,
         )
         self.last_judged = outputs
 
@@ -366,19 +382,21 @@ class Reference:
         torch._dynamo.reset()
 
     def round(self, command: dict[str, Any]) -> None:
-        """The same loop as the candidate's, writing its outputs the same way (the file is not needed)."""
+        """The same loop as the candidate's, writing its outputs the same way; the file is not needed and is
+        removed after the reply, outside the host's window, as the candidate's is taken by the host after its
+        reply (freeing a 16 MB file takes ~1 ms: inside the window it was loop overhead the host credited to the
+        candidate, which never pays it)."""
         path = self.outbox / f"round-{command['side']}.kt"
         samples, synced = self.timers[command["side"]].round(command["calls"], command["seed"], path)
         self.round_seeds[command["side"]] = command["seed"]
-        path.unlink()
         self.channel.emit("round_done", round=command["round"], samples_ms=samples, synced_ms=synced, path=None)
+        path.unlink()
 
     def ingest(self, command: dict[str, Any]) -> None:
         """Read every output of one candidate round now, while the host holds the candidate stopped; the judge
         compares them later (`judge_timed`)."""
         try:
-            if (size := os.stat(command["path"]).st_size) > command["max_bytes"]:  # a sparse file reads as all of it
-                raise TensorFileError(f"{size} bytes, more than the {command['max_bytes']} its calls' outputs take")
+            bounded(Path(command["path"]), command["max_bytes"])
             outputs = tensorfile.read(Path(command["path"]), with_devices=True)
             if type(outputs) is not list:
                 raise TensorFileError("not a list of outputs")
@@ -391,7 +409,10 @@ class Reference:
     def judge_timed(self, command: dict[str, Any]) -> None:
         """Every output of the round against the reference's own output for that call (its round drew the same
         inputs from the same seed, so judging costs comparisons only); one outside tolerance is measured
-        against float64 before it counts, as in the trials."""
+        against float64 before it counts, as in the trials. The host names one call of one round
+        (`precision_call`, after every output was committed) whose precision is measured as the first trial's
+        is: a kernel exact only where precision is measured (its first calls) and narrower where it is timed
+        shows it there."""
         served, mine = self.served.pop(command["round"]), self.timers["eager"].outputs
         label = f"timing round {command['round']}"
         if type(served) is str or len(served) != len(mine):
@@ -415,7 +436,11 @@ class Reference:
             widened += any(c.detail for c in verdict.checks)
         detail = f"{widened} within the float32 reference's own error of the float64 result" if widened else ""
         check = {"name": f"{label}: all {len(mine)} outputs", "passed": True, "detail": detail}
-        self.channel.emit("judged", passed=True, checks=[check], mismatch={}, message="", precision=None)
+        named = command.get("precision_call")
+        precision = None
+        if type(named) is int and 0 <= named < len(mine):
+            precision = self.precision(self.in_float64(inputs.args(seed, named)), mine[named], served[named], command)
+        self.channel.emit("judged", passed=True, checks=[check], mismatch={}, message="", precision=precision)
 
     def measure_peaks(self, command: dict[str, Any]) -> None:
         """This CPU's memory bandwidth (a large copy) and FP32 rate (a matmul), best of a few runs."""
