@@ -218,18 +218,20 @@ def test_scratch_sweep_keeps_live_owners_and_foreign_directories(tmp_path):
 def test_a_clock_check_missed_once_is_measured_again_and_the_second_measurement_decides(monkeypatch):
     """On a loaded machine an honest kernel can miss the clock check once; a cheat misses it every time."""
     from kevin_tui.evaluator.host.candidate_run import HostRun
-    from kevin_tui.evaluator.verdict import Verdict
+    from kevin_tui.evaluator.host.decisions import Finding, decide
 
-    missed = Verdict(Status.REJECTED, "timings disagree with the host's clock: ...", evidence={"clock_check": {"n": 1}})
-    outcomes = [missed, Verdict(Status.CORRECT, "correct, 1.00x")]
+    missed = decide(
+        Finding.CLOCK_DISAGREES, "timings disagree with the host's clock: ...", evidence={"clock_check": {"n": 1}}
+    )
+    outcomes = [missed, decide(Finding.CORRECT, "correct, 1.00x")]
     monkeypatch.setattr(HostRun, "measure", lambda self: outcomes.pop(0))
     verdict = HostRun.time(object.__new__(HostRun))
     assert verdict.status is Status.CORRECT and verdict.evidence["clock_check_first_attempt"] == {"n": 1}
 
-    outcomes = [missed, Verdict(Status.REJECTED, "again", evidence={"clock_check": {"n": 2}})]
+    outcomes = [missed, decide(Finding.CLOCK_DISAGREES, "again", evidence={"clock_check": {"n": 2}})]
     verdict = HostRun.time(object.__new__(HostRun))
     assert verdict.status is Status.REJECTED and verdict.message == "again" and not outcomes
-    outcomes = [Verdict(Status.REJECTED, "left threads running")]  # other rejections are not measured again
+    outcomes = [decide(Finding.CPU_KEPT_BUSY, "left threads running")]  # other rejections are not measured again
     assert HostRun.time(object.__new__(HostRun)).message == "left threads running" and not outcomes
 
 

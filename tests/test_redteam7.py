@@ -8,7 +8,7 @@ import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.problem import load_problem
-from tests.conftest import CANDIDATES, PROBLEMS
+from tests.conftest import CANDIDATES, PROBLEMS, candidate
 
 REDTEAM7 = CANDIDATES / "redteam7"
 
@@ -106,4 +106,10 @@ def test_a_round_file_larger_than_its_outputs_is_not_read(small_matmul):
     """sparse_round_file.py: right outputs in a round file extended to 256 MB of hole, which the reference read
     whole every round (the candidate's choice of size, up to the reference's memory limit)."""
     verdict = small_matmul.evaluate(redteam7("sparse_round_file"))
+    assert verdict.status is Status.INCORRECT and "more than" in verdict.message, verdict.message
+
+
+def test_a_trial_file_larger_than_its_outputs_is_not_read(small_matmul):
+    """sparse_trial_file.py: the same hole in each trial's output file, which the reference read whole."""
+    verdict = small_matmul.evaluate(candidate("sparse_trial_file.py"))
     assert verdict.status is Status.INCORRECT and "more than" in verdict.message, verdict.message

@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -170,3 +171,38 @@ def test_the_filter_numbers_are_this_machines_system_calls():
         assert x86_64 is not None and int(numbers[name]) == x86_64, name
     assert int(numbers["clone"]) == seccomp.CLONE[0] and int(numbers["clone3"]) == seccomp.CLONE3[0]
     assert int(numbers["ioctl"]) == seccomp.IOCTL[0]
+
+
+@pytest.mark.skipif(parent_for("freezer") is None, reason="no writable freezer cgroup on this machine")
+def test_a_frozen_group_stops_a_detached_forking_daemon_and_still_dies_when_killed(tmp_path):
+    """What `WorkerProcess.held` relies on while the host reads a candidate's outputs: a `setsid` daemon that
+    forks all the time (which a walk of the process tree misses or is outrun by) does nothing while its
+    group is frozen, and a SIGKILL sent meanwhile still empties the group."""
+    from kevin_tui.evaluator.host.cgroups import ResourceGroup
+
+    count = tmp_path / "count"
+    daemon = f"while :; do echo x >> {count}; (echo y >> {count}); done"
+    group = ResourceGroup(64, 1 << 30)
+    parent = subprocess.Popen(group.wrap(["sh", "-c", f"setsid sh -c '{daemon}' & exec sleep 600"]))
+    try:
+        deadline = time.monotonic() + 10
+        while (not count.exists() or count.stat().st_size < 100) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert group.freeze()
+        frozen_at = count.stat().st_size
+        time.sleep(0.3)
+        assert count.stat().st_size == frozen_at  # nothing ran, forked children included
+        group.thaw()
+        time.sleep(0.3)
+        assert count.stat().st_size > frozen_at
+        assert group.freeze()
+        reaper = threading.Thread(target=parent.wait)  # ours to reap, as a worker's is the host's
+        reaper.start()
+        started = time.monotonic()
+        group.kill_all()
+        assert not any(path.exists() for path in group.paths)  # emptied and removed
+        assert time.monotonic() - started < 10  # not the 18 s of three groups waiting on frozen processes
+    finally:
+        group.thaw()
+        group.kill_all()
+        parent.wait(timeout=10)

@@ -21,6 +21,9 @@ COMPILE_SEED = "KEVIN_TUI_COMPILE_SEED"
 # it skips torch._dynamo, which timed workers import alike (worker/main.py) and which is 40% of a start.
 BUILD_ONLY = "KEVIN_TUI_BUILD_ONLY"
 MAX_LIST_ITEMS = 100_000
+# An output file the candidate writes may hold at most twice the reference's outputs for it, plus this (the
+# record's names and headers): a file with a hole reads as all of its size, in the reference's memory and time.
+OUTPUT_FILE_SLACK = 16 << 20
 
 # Statuses a candidate worker may report about itself. "compiled" and "correct" are never among them.
 CANDIDATE_FAILURES = frozenset({"format_error", "compile_error", "runtime_error", "incorrect", "rejected"})

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from kevin_tui.evaluator.compiler_output import demangle
 from kevin_tui.evaluator.host.builds import BuildBroker, BuildRecord, kernels_called_past_the_dispatcher
 from kevin_tui.evaluator.host.compiled import under_compile
+from kevin_tui.evaluator.host.decisions import Finding, decide, finding_of, overrule, settle
 from kevin_tui.evaluator.host.options import EvalOptions
 from kevin_tui.evaluator.host.reference import ReferenceLost, ReferenceWorker
 from kevin_tui.evaluator.host.sandbox import Bind
@@ -49,7 +50,7 @@ from kevin_tui.evaluator.host.workers import (
     describe_exit,
     spares_paused,
 )
-from kevin_tui.evaluator.protocol import ProtocolViolation
+from kevin_tui.evaluator.protocol import OUTPUT_FILE_SLACK, ProtocolViolation
 from kevin_tui.evaluator.verdict import Check, Status, Timing, Verdict, Warning_
 from kevin_tui.ranking import speed_class
 
@@ -66,7 +67,6 @@ SCRATCH_FLOOR = 4 << 30
 SCRATCH_CALLS = 64
 # A round file may hold twice the reference's outputs of its calls and this much more (its header, small outputs):
 # the reference reads all of it, and a sparse file costs the candidate nothing on disk.
-ROUND_FILE_SLACK = 16 << 20
 PRECISION_RATIO = 10.0
 PRECISION_FLOOR = 0.1
 
@@ -187,13 +187,14 @@ class HostRun:
             return arrived
         if kind == "final":
             details = {k: v[-MAX_WORDS:] for k, v in event["details"].items()}
-            raise Decided(Verdict(Status(event["status"]), event["message"][:MAX_WORDS], details=details))
+            message = event["message"][:MAX_WORDS]
+            raise Decided(decide(Finding.REPORTED_BY_WORKER, message, status=Status(event["status"]), details=details))
         if kind == "crash":
             details = {"traceback": event["traceback"][-MAX_WORDS:]}
-            raise Decided(Verdict(Status.RUNTIME_ERROR, event["message"][:MAX_WORDS], details=details))
+            raise Decided(decide(Finding.CRASHED, event["message"][:MAX_WORDS], details=details))
         if kind == "environment_error":  # after import, nothing the candidate's process says blames the machine
             message = f"the candidate's process reported an environment problem after importing it: {event['message']}"
-            raise Decided(Verdict(Status.RUNTIME_ERROR, message[:2000]))
+            raise Decided(decide(Finding.ENVIRONMENT_CLAIMED, message[:2000]))
         raise ProtocolViolation(f"a {kind} event where {'/'.join(names)} was expected")
 
     def finish(self, verdict: Verdict) -> Verdict:
@@ -209,44 +210,41 @@ class HostRun:
 
     def drive(self) -> Verdict:
         self.cache_before = self.context.broker.libraries()
-        return self.finish(self.cache_intact(self._verdict()))
+        found = self._verdict()
+        return self.finish(settle(found, self.build_verdict(), self.cache_changed()))
 
     def _verdict(self) -> Verdict:
         try:
             return self._drive()
         except Decided as decided:
-            return self.overruled(decided.verdict)
+            return decided.verdict
         except WorkerTimeout:
             self.worker.kill()
             limit = self.options.timeout_s
             message = f"no result within {limit:.0f} s in the {self.phase} phase; process group killed"
-            return self.overruled(Verdict(Status.TIMEOUT, message, details={"log": self.worker.log_tail()}))
+            return decide(Finding.TIMED_OUT, message, details={"log": self.worker.log_tail()})
         except WorkerGone as exc:
-            verdict = Verdict(
-                Status.RUNTIME_ERROR,
+            return decide(
+                Finding.DIED,
                 f"the candidate process {describe_exit(exc.returncode)} during the {self.phase} phase"
                 + (" (its sandbox went over its memory limit)" if self.worker.group.out_of_memory() else "")
                 + (f" ({self.worker.over_scratch})" if self.worker.over_scratch else ""),
                 details={"log": self.worker.log_tail(), "returncode": exc.returncode},
             )
-            return self.overruled(verdict)
         except ProtocolViolation as exc:
             self.worker.kill()
-            return Verdict(Status.REJECTED, f"protocol violation: {exc}", details={"log": self.worker.log_tail()})
+            log = {"log": self.worker.log_tail()}
+            return decide(Finding.PROTOCOL_VIOLATION, f"protocol violation: {exc}", details=log)
         except ReferenceLost as exc:
             message = f"{exc}; it is restarted for the next candidate (evaluate this one again)"
-            return Verdict(Status.RUNTIME_ERROR, message, details={"reference_lost": True})
+            return decide(Finding.REFERENCE_LOST, message, details={"reference_lost": True})
 
-    def cache_intact(self, verdict: Verdict) -> Verdict:
+    def cache_changed(self) -> Verdict | None:
         """A cached library that stopped matching the host's record while this candidate ran: its doing."""
         if tampered := self.context.broker.tampered(self.cache_before):
             entry = Path(tampered[0]).parent.name
-            return Verdict(Status.REJECTED, f"the build cache entry {entry} was changed while this candidate ran")
-        return verdict
-
-    def overruled(self, verdict: Verdict) -> Verdict:
-        """What the host knows about builds outranks what happened after them."""
-        return self.build_verdict() or verdict
+            return decide(Finding.CACHE_CHANGED, f"the build cache entry {entry} was changed while this candidate ran")
+        return None
 
     def build_verdict(self, loaded: bool = False) -> Verdict | None:
         """`loaded`: the candidate went on after its builds, so a failed one was caught and hidden."""
@@ -255,12 +253,11 @@ class HostRun:
             first = failed[0]
             hidden = " (the candidate caught the failure; its fallback hid this)" if loaded else ""
             what = "loading the built extension failed" if first.ok else "the build failed"
-            return Verdict(Status.COMPILE_ERROR, f"{what} ({first.name}): {first.message}{hidden}",
+            return decide(Finding.BUILD_FAILED, f"{what} ({first.name}): {first.message}{hidden}",
                            details={"compiler_errors": first.compiler_errors, "log": first.log[-6000:]})  # fmt: skip
         if not self.reference.device.startswith("cuda") and any(b.uses_cuda for b in self.builds):
-            return Verdict(
-                Status.COMPILED, "built for real with nvcc; there is no CUDA device here, so it was not run or checked"
-            )
+            message = "built for real with nvcc; there is no CUDA device here, so it was not run or checked"
+            return decide(Finding.BUILT_WITHOUT_DEVICE, message)
         return None
 
     # -- the steps ------------------------------------------------------------------
@@ -276,7 +273,7 @@ class HostRun:
             self.enter("torch.compile")
             compiled = under_compile(self)
         if not self.options.timing:
-            verdict = Verdict(Status.CORRECT, "correct on every trial (timing skipped)")
+            verdict = decide(Finding.CORRECT, "correct on every trial (timing skipped)")
         else:
             self.enter("time")
             with spares_paused():  # a spare's start must not take a core from the timing
@@ -327,7 +324,7 @@ class HostRun:
             return
         message = f"correct at the problem's sizes but not at {'; '.join(failing)}"
         if self.options.shapes == "strict":
-            verdict.overrule(Status.INCORRECT, f"{message} (--shapes strict)")
+            overrule(verdict, Finding.OTHER_SIZES_STRICT, f"{message} (--shapes strict)")
         else:
             verdict.warnings.append(Warning_("shape_specialised", message))
 
@@ -415,7 +412,7 @@ class HostRun:
         except WorkerTimeout:
             limit = self.options.build_timeout_s
             message = f"no result within {limit:.0f} s in the build phase; the builder's process group was killed"
-            raise Decided(Verdict(Status.TIMEOUT, message)) from None
+            raise Decided(decide(Finding.BUILD_TIMED_OUT, message)) from None
         built = [*request["cpp_sources"], *request["cuda_sources"], *(text for _, text in request["sources"])]
         record.torch_calls = cpp_torch_compute("\n".join(built))  # the text built, however it was made
         if record.ok:  # and the kernels the library calls, however the text spelt them
@@ -489,7 +486,7 @@ class HostRun:
                         " (this trial repeats an earlier one with a few elements changed:"
                         " a cache keyed on part of the input?)"
                     )
-            raise Decided(Verdict(Status.INCORRECT, judged["message"], details={"mismatch": mismatch}))
+            raise Decided(decide(Finding.WRONG_OUTPUT, judged["message"], details={"mismatch": mismatch}))
 
     # -- timing ---------------------------------------------------------------------
 
@@ -497,7 +494,7 @@ class HostRun:
         """Timed rounds, measured again once when the host's clock disagrees: on a loaded machine an honest
         kernel's bookkeeping can miss the clock check once, while a kernel hiding work misses it every time."""
         verdict = self.measure()
-        if verdict.status is Status.REJECTED and "clock_check" in verdict.evidence:
+        if finding_of(verdict) is Finding.CLOCK_DISAGREES:
             first = verdict.evidence["clock_check"]
             verdict = self.measure()
             verdict.evidence["clock_check_first_attempt"] = first
@@ -566,27 +563,27 @@ class HostRun:
             round_.cpu_s = self.worker.cpu_seconds() - before
             name = f"round-{number}.kt"
             taken = self.take_output(reported, name, f"eval-{self.evaluation}-{name}")
-            largest = calls * 2 * self.reference.ready()["output_bytes"] + ROUND_FILE_SLACK
+            largest = calls * 2 * self.reference.ready()["output_bytes"] + OUTPUT_FILE_SLACK
             read = self.reference.ask({"cmd": "ingest", "round": number, "path": str(taken), "max_bytes": largest},
                                       "ingested")  # fmt: skip
             taken.unlink(missing_ok=True)
         if read.get("problem"):
-            raise Decided(Verdict(Status.INCORRECT, str(read["problem"])[:MAX_WORDS]))
+            raise Decided(decide(Finding.TIMED_OUTPUT_UNUSABLE, str(read["problem"])[:MAX_WORDS]))
         if read["calls"] != calls:
-            raise Decided(Verdict(Status.INCORRECT, f"timing round {number}: {read['calls']} outputs were "
-                                  f"written for {calls} calls"))  # fmt: skip
+            raise Decided(decide(Finding.TIMED_OUTPUT_UNUSABLE, f"timing round {number}: {read['calls']} outputs "
+                                 f"were written for {calls} calls"))  # fmt: skip
         return round_
 
     def speed_verdict(self, results: dict[str, Side], device: str, leftover_cpu: list[float], seed: int) -> Verdict:
         candidate, eager = results["candidate"], results["eager"]
         threads = self.reference.ready()["threads"]
         if (worst := max(leftover_cpu, default=0.0)) > LEFTOVER_CPU_FLOOR_S:
-            return Verdict(Status.REJECTED, f"the candidate's processes kept using the CPU ({worst * 1e3:.0f} ms) "
-                           "while the reference was being timed")  # fmt: skip
+            return decide(Finding.CPU_KEPT_BUSY, f"the candidate's processes kept using the CPU ({worst * 1e3:.0f} "
+                          "ms) while the reference was being timed")  # fmt: skip
         check = clock_check(candidate, eager)
         if why := check.problem():
-            return Verdict(Status.REJECTED, f"timings disagree with the host's clock: {why}",
-                           evidence={"clock_check": asdict(check)})  # fmt: skip
+            return decide(Finding.CLOCK_DISAGREES, f"timings disagree with the host's clock: {why}",
+                          evidence={"clock_check": asdict(check)})  # fmt: skip
         verdict = speed_figures(results, device, seed)
         verdict.evidence["clock_check"] = asdict(check)
         if (share := cpu_share(candidate, threads)) is not None:
@@ -611,7 +608,7 @@ class HostRun:
         if finding is None:
             return verdict
         if finding.rejected:
-            return Verdict(Status.REJECTED, finding.message, evidence=verdict.evidence)
+            return decide(Finding.BELOW_OUTPUT_BOUND, finding.message, evidence=verdict.evidence)
         verdict.warnings.append(Warning_("below_speed_of_light", finding.message))
         return verdict
 
@@ -675,7 +672,7 @@ def speed_figures(results: dict[str, Side], device: str, seed: int) -> Verdict:
             warnings.append(Warning_("hidden_stream_work", f"with a device-wide sync the candidate takes "
                 f"{cand_t['synced_wall'].median_ms:.3f} ms, not {cand_t['events'].median_ms:.3f} ms: work escapes "
                 "the timed stream (the host's clock, which the speedup uses, counts it)"))  # fmt: skip
-    verdict = Verdict(Status.CORRECT, "", device=device)
+    verdict = decide(Finding.CORRECT, "", device=device)
     verdict.timings = (
         {f"candidate_{k}": v for k, v in cand_t.items()}
         | {f"reference_{k}": v for k, v in ref_t.items()}

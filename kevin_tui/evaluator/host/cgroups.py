@@ -21,6 +21,8 @@ from pathlib import Path
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 LIMIT_FILES = {"pids": ("pids.max", "pids.max"), "memory": ("memory.limit_in_bytes", "memory.max")}  # v1, v2
 ACCOUNTING = "cpuacct"  # v1's CPU-time counter; a v2 group counts in its own cpu.stat
+FREEZER = "freezer"  # v1's hierarchy that stops a group at once; a v2 group has its own cgroup.freeze
+FREEZE_FILES = {"freezer.state": ("FROZEN", "THAWED"), "cgroup.freeze": ("1", "0")}  # v1, v2
 
 
 @dataclass(frozen=True)
@@ -62,8 +64,8 @@ def parent_for(controller: str) -> Parent | None:
 
 
 class ResourceGroup:
-    """The cgroups of one worker: caps its process count and its memory (tmpfs included), and lets the
-    host kill every process in it."""
+    """The cgroups of one worker: caps its process count and its memory (tmpfs included), lets the host
+    stop every process in it at once (the freezer), and kill them all."""
 
     def __init__(self, processes: int, memory: int) -> None:
         self.paths: list[Path] = []
@@ -90,9 +92,19 @@ class ResourceGroup:
                 path.mkdir(exist_ok=True)
                 made[accounting.path] = path
                 self.cpu_usage = path / "cpuacct.usage"
+        self.freezer: Path | None = None  # the file that freezes the group
+        freezing = parent_for(FREEZER)
+        if freezing is not None and not freezing.v2:
+            path = made.get(freezing.path) or freezing.path / name
+            with contextlib.suppress(OSError):
+                path.mkdir(exist_ok=True)
+                made[freezing.path] = path
+                self.freezer = path / "freezer.state"
         self.paths = list(dict.fromkeys(made.values()))
         if self.cpu_usage is None and (v2 := [p for p in self.paths if (p / "cpu.stat").exists()]):
             self.cpu_usage = v2[0] / "cpu.stat"
+        if self.freezer is None and (v2 := [p for p in self.paths if (p / "cgroup.freeze").exists()]):
+            self.freezer = v2[0] / "cgroup.freeze"
 
     def wrap(self, command: list[str]) -> list[str]:
         """`command`, started inside the groups (the shell moves itself in, then becomes the command)."""
@@ -119,6 +131,37 @@ class ResourceGroup:
                 return int(value) / 1e6
         return None
 
+    def freeze(self, settle_s: float = 2.0) -> bool:
+        """Every process of the group stopped at once, whatever it forks or however it detached itself (a
+        walk of the process tree can be outrun by a fork and misses a `setsid` daemon's reparenting); False
+        where this machine has no freezer or it did not settle in time (the group is thawed again)."""
+        if self.freezer is None:
+            return False
+        try:
+            self.freezer.write_text(FREEZE_FILES[self.freezer.name][0])
+        except OSError:
+            return False
+        deadline = time.monotonic() + settle_s
+        while time.monotonic() < deadline:
+            if self._frozen():
+                return True
+            time.sleep(0.0005)
+        self.thaw()
+        return False
+
+    def _frozen(self) -> bool:
+        assert self.freezer is not None
+        try:
+            if self.freezer.name == "freezer.state":
+                return self.freezer.read_text().strip() == "FROZEN"
+            return "frozen 1" in (self.freezer.parent / "cgroup.events").read_text().splitlines()
+        except OSError:
+            return False
+
+    def thaw(self) -> None:
+        if self.freezer is not None:
+            thaw(self.freezer.parent)
+
     def out_of_memory(self) -> bool:
         """True if the memory controller had to kill a process of this group."""
         for path in self.paths:
@@ -132,21 +175,37 @@ class ResourceGroup:
 
     def kill_all(self) -> None:
         for path in self.paths:
+            kill_members(path)
+        self.thaw()  # after the signals: a frozen process acts on them once thawed, and runs only to die
+        for path in self.paths:
             empty(path)
+
+
+def thaw(group: Path) -> None:
+    """Let a frozen group run again (a frozen process acts on a SIGKILL only once thawed)."""
+    for name, (_, thawed) in FREEZE_FILES.items():
+        with contextlib.suppress(OSError):
+            (group / name).write_text(thawed)
+
+
+def kill_members(group: Path) -> bool:
+    """SIGKILL every process in `group`; False when there is none (or no group)."""
+    try:
+        pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
+    except OSError:
+        return False
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return bool(pids)
 
 
 def empty(group: Path) -> None:
     """SIGKILL every process in `group` until none is left, then remove the group."""
     for _ in range(50):
-        try:
-            pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
-        except OSError:
+        if not kill_members(group):
             break
-        if not pids:
-            break
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+        thaw(group)  # a frozen group's own processes (the freezer hierarchy): after the signals
         time.sleep(0.02)
     deadline = time.monotonic() + 5  # a killed process can hold its group a moment longer on a busy machine
     while True:
@@ -184,7 +243,7 @@ def _owner_alive(group: Path) -> bool:
 def sweep_orphans() -> None:
     """Kill what is left in the groups of a kevin-tui of this PID namespace that died without emptying them
     (SIGKILLed, say, with a sandbox whose first process a candidate kept alive), and remove those groups."""
-    for controller in (*LIMIT_FILES, ACCOUNTING):
+    for controller in (FREEZER, *LIMIT_FILES, ACCOUNTING):  # thawed first: the others' processes die then
         parent = parent_for(controller)
         if parent is None:
             continue

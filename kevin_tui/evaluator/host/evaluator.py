@@ -23,6 +23,7 @@ from typing import Any
 from kevin_tui.evaluator.evidence import expect, run_all
 from kevin_tui.evaluator.host.builds import BuildBroker
 from kevin_tui.evaluator.host.candidate_run import Decided, HostRun, RunContext
+from kevin_tui.evaluator.host.decisions import Finding, decide, overrule
 from kevin_tui.evaluator.host.later import CandidateEvidence
 from kevin_tui.evaluator.host.ncu import find_ncu, ncu_pass
 from kevin_tui.evaluator.host.options import EvalOptions
@@ -46,8 +47,8 @@ STRICT_RUNTIME = ("no_custom_kernel", "lower_precision", "torch_compute_at_runti
 
 
 def _syntax_verdict(exc: SyntaxError) -> Verdict:
-    return Verdict(
-        Status.COMPILE_ERROR,
+    return decide(
+        Finding.SYNTAX_ERROR,
         f"Python syntax error at line {exc.lineno}: {exc.msg}",
         details={"compiler_errors": [{"file": "candidate.py", "line": exc.lineno, "message": exc.msg}]},
     )
@@ -160,7 +161,7 @@ class Evaluator:
         except SyntaxError as exc:
             return self._stamp(_syntax_verdict(exc), started), None
         if "ModelNew" not in top_level_names(tree):
-            verdict = Verdict(Status.FORMAT_ERROR, "the candidate defines no ModelNew class")
+            verdict = decide(Finding.NO_MODEL_NEW, "the candidate defines no ModelNew class")
             return self._stamp(verdict, started), None
         warnings = run_static_checks(source)
         ready = self.reference_ready()
@@ -171,9 +172,8 @@ class Evaluator:
         found = warnings + [w for w in verdict.warnings if w.code in STRICT_RUNTIME and w not in warnings]
         if self.options.strict and found and verdict.status in (Status.CORRECT, Status.COMPILED):
             codes = ", ".join(dict.fromkeys(w.code for w in found))
-            verdict.overrule(
-                Status.REJECTED, f"rejected under --strict: {codes} ({found[0].message})", "unstrict_status"
-            )
+            message = f"rejected under --strict: {codes} ({found[0].message})"
+            overrule(verdict, Finding.STRICT, message, "unstrict_status")
         if later is not None and verdict.status is not Status.CORRECT:  # rejected under --strict: no evidence
             later.close()
             later = None
@@ -195,7 +195,7 @@ class Evaluator:
         """A candidate worker that sees its scratch, and read-only a private copy of the problem file and the
         libraries built for it (see given_dir); `prefix`, `extra_binds` and `extra_env`: a tool it runs under
         (Nsight Compute, compute-sanitizer), that tool's files and what the tool needs set."""
-        scratch = scratch or self.scratch / f"candidate-{next(self.counter)}"
+        scratch = scratch or self.fresh_scratch("candidate")
         given = given_dir(scratch)
         given.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(self.problem.path, given / self.problem.path.name)
@@ -205,6 +205,10 @@ class Evaluator:
             binds.append(Bind(str(self.reference.compile_cache())))
             env[COMPILE_SEED] = str(self.reference.compile_cache())
         return WorkerProcess("candidate", scratch, env, self.sandbox, binds, self.limits, prefix), scratch
+
+    def fresh_scratch(self, label: str) -> Path:
+        """A directory name no run of this evaluator has had (the caller's to create and to kill under)."""
+        return self.scratch / f"{label}-{next(self.counter)}"
 
     def tool_run(
         self,
@@ -218,7 +222,7 @@ class Evaluator:
         """A run of `source` in a fresh candidate worker under a tool (Nsight Compute, compute-sanitizer):
         `prefix` is the tool's command line for the run's scratch (where the tool writes its log); `scratch`
         is the caller's when it may cancel the run (it kills what runs there), else a fresh one."""
-        scratch = scratch or self.scratch / f"{label}-{next(self.counter)}"
+        scratch = scratch or self.fresh_scratch(label)
         worker, _ = self.spawn_candidate_worker(scratch, prefix(scratch), binds, env)
         return HostRun(self.run_context, worker, scratch, source, evaluation=next(self.counter))
 

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 
 from kevin_tui.evaluator.evidence import EvidencePart
 from kevin_tui.evaluator.host.candidate_run import Decided, HostRun
+from kevin_tui.evaluator.host.decisions import Finding, decide
 from kevin_tui.evaluator.host.reference import ReferenceLost
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerTimeout, kill_workers_under, spares_paused
 from kevin_tui.evaluator.protocol import ProtocolViolation
-from kevin_tui.evaluator.verdict import Status, Verdict, Warning_
+from kevin_tui.evaluator.verdict import Verdict, Warning_
 
 if TYPE_CHECKING:
     from kevin_tui.evaluator.host.evaluator import Evaluator
@@ -36,7 +37,7 @@ class CandidateEvidence:
         self._done = done  # the candidate's worker is finished with: kill it, start the spare (or not)
         self._cancelled = threading.Event()
         self._closed = False
-        self.ncu_scratch = evaluator.scratch / f"ncu-{next(evaluator.counter)}"
+        self.ncu_scratch = evaluator.fresh_scratch("ncu")
 
     @property
     def parts(self) -> list[str]:
@@ -49,7 +50,7 @@ class CandidateEvidence:
             self.close()
             return None
         name = self._parts[0]
-        found = Verdict(Status.CORRECT, "")
+        found = decide(Finding.CORRECT, "")  # a holder for this part's evidence and warnings
         self.run.quiet = quiet
         self.run.enter(name)  # its own deadline, from now: the verdict may have gone out a while ago
         started = time.perf_counter()

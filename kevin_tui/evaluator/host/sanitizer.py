@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from kevin_tui.evaluator.host import decisions
 from kevin_tui.evaluator.host.candidate_run import Decided, OpenToolRun
 from kevin_tui.evaluator.host.reference import ReferenceLost
 from kevin_tui.evaluator.host.scratch import WorkerFiles
@@ -183,7 +184,7 @@ def apply(verdict: Verdict, result: dict[str, Any]) -> None:
     """Record the pass as evidence; a finding makes a correct verdict incorrect, with the first one."""
     verdict.evidence["sanitizer"] = result
     if verdict.status is Status.CORRECT and (finding := first_finding(result)):
-        verdict.overrule(Status.INCORRECT, finding.describe(), "unsanitized_status")
+        decisions.overrule(verdict, decisions.Finding.SANITIZER, finding.describe(), "unsanitized_status")
 
 
 def summary(result: dict[str, Any]) -> str:

@@ -156,9 +156,16 @@ class WorkerProcess:
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
-        """The worker and every process it started stopped (SIGSTOP, sent from outside) while the host reads
-        what it handed over: a file it still holds (an open descriptor, a mapping, a lease) cannot change
-        under the reader, and no work it does after its reply can land there untimed."""
+        """The worker and every process it started stopped (its cgroup frozen, else SIGSTOP to its process
+        tree, from outside) while the host reads what it handed over: a file it still holds (an open
+        descriptor, a mapping, a lease) cannot change under the reader, and no work it does after its reply
+        can land there untimed."""
+        if self.alive() and self.group.freeze():
+            try:
+                yield
+            finally:
+                self.group.thaw()
+            return
         stopped = pause_tree(self.proc.pid) if self.alive() else []
         try:
             yield
@@ -337,6 +344,7 @@ class WorkerProcess:
                     signal.pidfd_send_signal(self._init_pidfd, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
+            self.group.thaw()  # frozen (held), the processes would act on the signal only once thawed
             with contextlib.suppress(OSError):  # unsent bytes to a dead process: nothing to save
                 self._commands.close()
             with contextlib.suppress(OSError):

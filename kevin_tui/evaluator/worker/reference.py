@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from kevin_tui.evaluator.protocol import OUTPUT_FILE_SLACK
 from kevin_tui.evaluator.worker import common, tensorfile
 from kevin_tui.evaluator.worker.capture import aliases, model_tensors, no_modes, snapshot
 from kevin_tui.evaluator.worker.channel import Channel
@@ -56,9 +57,12 @@ def write_record(path: Path, outputs: dict[str, Any], found_aliases: list[str]) 
 MAX_ALIASES = 16
 
 
-def read_record(path: Path, names: tuple[str, ...], *others: tuple[str, ...]) -> tuple[dict[str, Any], list[str]]:
+def read_record(
+    path: Path, names: tuple[str, ...], *others: tuple[str, ...], max_bytes: int
+) -> tuple[dict[str, Any], list[str]]:
     """The runs of an output record, which must be exactly `names` or one of the `others` (the candidate wrote
-    it, and its words end up in the judgement), and what its outputs alias."""
+    it, and its words end up in the judgement), and what its outputs alias; a file over `max_bytes` is not read."""
+    bounded(path, max_bytes)
     accepted = [set(names), *map(set, others)]
     names = tuple(n for choice in (names, *others) for n in choice)
     record = tensorfile.read(path, with_devices=True)
@@ -77,6 +81,17 @@ def read_record(path: Path, names: tuple[str, ...], *others: tuple[str, ...]) ->
     if not all(type(a) is str and len(a) <= tensorfile.MAX_NAME for a in aliases):
         raise TensorFileError("not an output record")
     return runs, aliases
+
+
+def bounded(path: Path, max_bytes: int) -> None:
+    """A candidate's file larger than what it should hold is refused before it is read (holes read as zeros)."""
+    if (size := os.stat(path).st_size) > max_bytes:
+        raise TensorFileError(f"{size} bytes, more than the {max_bytes} its outputs take")
+
+
+def record_bytes(runs: int, *outputs: Any) -> int:
+    """The most an output record of `runs` runs may take, each like the largest of the reference's `outputs`."""
+    return runs * 2 * max(map(_nbytes, outputs), default=0) + OUTPUT_FILE_SLACK
 
 
 TRIAL_RUNS = ("before", "after")  # a trial's runs, before and after the reference ran in the candidate's process
@@ -258,7 +273,8 @@ class Reference:
         parameters, or its inputs only (its parameters are not the reference's, or it keeps derived ones)."""
         expected = self.outputs[command["eval"]][command["trial"]]
         try:
-            (changed,), _ = read_record(Path(command["path"]), ("parameters",), ("inputs",))
+            largest = record_bytes(1, *expected.values())
+            (changed,), _ = read_record(Path(command["path"]), ("parameters",), ("inputs",), max_bytes=largest)
         except (OSError, TensorFileError, ValueError, MemoryError):
             changed = "parameters"  # judged below, which says why the record is unusable
         label = command["label"] + (" (its inputs only)" if changed == "inputs" else "")
@@ -275,7 +291,7 @@ class Reference:
         first: bool = False, precise: Callable[[], Any] | None = None,
     ) -> None:  # fmt: skip
         try:
-            outputs, given_aliases = read_record(Path(command["path"]), runs)
+            outputs, given_aliases = read_record(Path(command["path"]), runs, max_bytes=record_bytes(len(runs), ref))
         except (OSError, TensorFileError, MemoryError) as exc:  # a file too large to read is the candidate's too
             message = _bounded(f"the candidate's output file for {label} is unusable: {exc or type(exc).__name__}")
             self.channel.emit("judged", passed=False, checks=[], mismatch={"reason": message}, precision=None,
@@ -375,8 +391,7 @@ class Reference:
         """Read every output of one candidate round now, while the host holds the candidate stopped; the judge
         compares them later (`judge_timed`)."""
         try:
-            if (size := os.stat(command["path"]).st_size) > command["max_bytes"]:  # a sparse file reads as all of it
-                raise TensorFileError(f"{size} bytes, more than the {command['max_bytes']} its calls' outputs take")
+            bounded(Path(command["path"]), command["max_bytes"])
             outputs = tensorfile.read(Path(command["path"]), with_devices=True)
             if type(outputs) is not list:
                 raise TensorFileError("not a list of outputs")
