@@ -61,7 +61,9 @@ def test_an_honest_kernel_stays_correct_under_strict(strict):
 
 def test_cpu_burned_in_short_lived_processes_while_the_reference_is_timed_is_seen(build_cache):
     """The burners live a few milliseconds each and are reaped by their shells, so a walk of /proc never
-    saw their time; the worker's cgroup keeps it (where cgroups are writable, as for root here)."""
+    saw their time; the worker's cgroup keeps it (where cgroups are writable, as for root here). Judged on
+    level1/4 at an eighth of its size (problems/matvec_small.py): the attack is the same (2 x ncpu burners
+    through every reference round), the inputs drawn for each call are what made level1/4 cost ~100 CPU-s."""
     from kevin_tui.evaluator.host.cgroups import ResourceGroup
 
     probe = ResourceGroup(100, 1 << 30)
@@ -69,7 +71,7 @@ def test_cpu_burned_in_short_lived_processes_while_the_reference_is_timed_is_see
     probe.kill_all()
     if not counted:
         pytest.skip("no writable CPU-accounting cgroup on this machine")
-    problem = load_problem(kernelbench.resolve_one("kernelbench:level1/4"))
+    problem = load_problem(REDTEAM / "problems" / "matvec_small.py")
     options = EvalOptions(device="cpu", timing_trials=5, shapes="off", profile=False, cache_dir=build_cache)
     with Evaluator(problem, options, prespawn=False) as evaluator:
         attack = evaluator.evaluate(redteam("matvec_burner_reaped_children"))

@@ -270,7 +270,9 @@ def test_a_wrong_backward_kernel_is_not_installed(project):
     make_problem(ModelSpec.parse("tinylm/blocks.py:GeluGate", "dim=64,hidden=128", ["x=float32[2,8,64]"]), "cpu",
                  Path("problems"), backward=True)  # fmt: skip
     backward = project / "problems" / "blocks_GeluGate_backward_kernel.py"
-    backward.write_text((CANDIDATES / "gelu_gate_backward_cpp.py").read_text().replace("g.sum(0)}", "2 * g.sum(0)}"))
+    wrong = (CANDIDATES / "gelu_gate_backward_cpp.py").read_text().replace("g.sum(0)}", "2 * g.sum(0)}")
+    # an extension name of its own: under the right kernel's name each run rebuilt both (~40 CPU-s each)
+    backward.write_text(wrong.replace('name="tinylm_gelu_gate_vjp"', 'name="tinylm_gelu_gate_vjp_wrong"'))
     kernel = project / "problems" / "blocks_GeluGate_kernel.py"
     shutil.copyfile(EXAMPLES / "kernels" / "gelu_gate_cpp.py", kernel)
     head = git(project, "rev-parse", "HEAD")
