@@ -22,13 +22,13 @@ class Finding(enum.Enum):
     it (what the host knows about builds outranks what happened after them; a candidate breaking the
     protocol, or the reference worker lost, is not explained by a build)."""
 
-    status: Status | None
+    gives: Status | None  # the status it gives (None: the worker's own report names it)
     yields_to_builds: bool
 
-    def __new__(cls, name: str, status: Status | None, yields_to_builds: bool) -> Finding:
+    def __new__(cls, name: str, gives: Status | None, yields_to_builds: bool) -> Finding:
         member = object.__new__(cls)
         member._value_ = name
-        member.status, member.yields_to_builds = status, yields_to_builds
+        member.gives, member.yields_to_builds = gives, yields_to_builds
         return member
 
     # before a worker runs anything
@@ -60,8 +60,8 @@ class Finding(enum.Enum):
 
 def decide(finding: Finding, message: str, *, status: Status | None = None, **fields: Any) -> Verdict:
     """The verdict for `finding`; `status` only for the worker's own report, and only a failure."""
-    if finding.status is not None:
-        status = finding.status
+    if finding.gives is not None:
+        status = finding.gives
     elif status is None or status.value not in CANDIDATE_FAILURES:
         raise ValueError(f"{finding.value} needs a failure status, not {status}")
     verdict = Verdict(status, message, **fields)
@@ -71,8 +71,8 @@ def decide(finding: Finding, message: str, *, status: Status | None = None, **fi
 
 def overrule(verdict: Verdict, finding: Finding, message: str, was: str | None = None) -> None:
     """A later pass's finding replaces a reached verdict's status (its speedups go with the old one)."""
-    assert finding.status is not None
-    verdict.overrule(finding.status, message, was)
+    assert finding.gives is not None
+    verdict.overrule(finding.gives, message, was)
     verdict.details["finding"] = finding.value
 
 
