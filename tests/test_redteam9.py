@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
 from kevin_tui.evaluator.worker import tensorfile
+from kevin_tui.evaluator.worker.reference import Reference, write_record
 
 # -- a candidate's file that torch refuses is the candidate's, never the reference worker's crash ------------
 
@@ -37,3 +39,68 @@ def test_honest_files_still_read(tmp_path):
     tensorfile.write(tmp_path / "ok.kt", value)
     back = tensorfile.read(tmp_path / "ok.kt")
     assert back[0].shape == (0, 5) and torch.equal(back[1], value[1]) and back[2] == (1.5, "x", None)
+
+
+# -- every judge of an output may widen to the float32 reference's own error, as the trials' does -------------
+
+ROUNDING_PROBLEM = """
+import torch
+import torch.nn as nn
+
+N = 64
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return (x + 1e4) - 1e4  # float32 rounds x to ~1e-3: an exact kernel is far from the reference's result
+
+
+def get_inputs():
+    return [torch.randn(N)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+class Recorded:
+    """A channel that keeps the reference worker's events."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def emit(self, event: str, **fields: Any) -> None:
+        self.events.append({"event": event, **fields})
+
+
+def _judged(reference: Any, channel: Recorded, out: Path, value: Any, written: tuple[str, ...], **command: Any) -> bool:
+    write_record(out, dict.fromkeys(written, value), [])
+    reference.judge_check({"cmd": "judge", "eval": 0, "path": str(out), **command})
+    assert channel.events[-1]["event"] == "judged"
+    return bool(channel.events[-1]["passed"])
+
+
+def test_other_sizes_and_torch_compile_judge_an_exact_kernel_as_the_trials_do(tmp_path):
+    """honest_matvec_other_sizes.py: an output more exact than the float32 reference passes a trial (it is
+    measured against float64 with the reference's own error added) but failed the same judge at another size
+    (--shapes) and under --compiled, which gave it no float64 result: an honest kernel `incorrect` there."""
+    problem = tmp_path / "rounding.py"
+    problem.write_text(ROUNDING_PROBLEM)
+    channel = Recorded()
+    request = {"problem_path": str(problem), "device": "cpu", "outbox": str(tmp_path), "init_seed": 1}
+    reference = Reference(request, channel)
+    reference.trials({"eval": 0, "seed": 5, "fresh": 2, "duplicates": 0})
+    trial_inputs = [tensorfile.read(Path(p)) for p in channel.events[-1]["paths"]]
+    reference.shapes({"eval": 0, "seed": 9, "max_bytes": 1 << 30})
+    variants = channel.events[-1]["variants"]
+    assert [label for label, _, _ in variants] == ["N=32", "N=128", "N=63"]
+    out = tmp_path / "out.kt"
+    exact = trial_inputs[1][0].clone()
+    assert _judged(reference, channel, out, exact, ("before", "after"), trial=1)  # the trial's judge widens
+    label = "trial 2 under torch.compile"
+    assert _judged(reference, channel, out, exact, ("compiled",), trial=1, label=label, runs=["compiled"])
+    for label, path, index in variants:
+        (x,) = tensorfile.read(Path(path))
+        assert _judged(reference, channel, out, x.clone(), ("before", "after"), trial=index, label=label), label
+        assert not _judged(reference, channel, out, x + 3e-3, ("before", "after"), trial=index, label=label)
