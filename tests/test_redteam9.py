@@ -12,7 +12,9 @@ import pytest
 import torch
 
 from kevin_tui.evaluator.worker import tensorfile
+from kevin_tui.evaluator.worker.judge import judge_trial
 from kevin_tui.evaluator.worker.reference import Reference, write_record
+from kevin_tui.evaluator.worker.tensorfile import Leaf
 
 # -- a candidate's file that torch refuses is the candidate's, never the reference worker's crash ------------
 
@@ -104,3 +106,20 @@ def test_other_sizes_and_torch_compile_judge_an_exact_kernel_as_the_trials_do(tm
         (x,) = tensorfile.read(Path(path))
         assert _judged(reference, channel, out, x.clone(), ("before", "after"), trial=index, label=label), label
         assert not _judged(reference, channel, out, x + 3e-3, ("before", "after"), trial=index, label=label)
+
+
+# -- a constant output is judged against float64 too: exact where the truth is constant, still a guess elsewhere
+
+
+def test_an_exact_constant_passes_where_only_the_references_rounding_varies():
+    """honest_exact_constant.py: each row's softmax summed is exactly 1; the float32 reference varies around it
+    by ~1e-7, and "constant output where the reference varies" failed the exact answer with no float64 look."""
+    x = torch.randn(256, 4096, generator=torch.Generator().manual_seed(3))
+    ref, ref64 = torch.softmax(x, dim=1).sum(dim=1), torch.softmax(x.double(), dim=1).sum(dim=1)
+    assert float(ref.max()) != float(ref.min())
+    exact = {"before": Leaf(torch.ones(256), "cpu")}
+    assert judge_trial(ref, exact, "cpu", None, None, "trial 1", precise=lambda: ref64).passed
+    # a constant where the truth itself varies (by less than the tolerance) is still the guess the check catches
+    truth = 1 + 1e-6 * torch.randn(256, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    guess = {"before": Leaf(torch.ones(256), "cpu")}
+    assert not judge_trial(truth.float(), guess, "cpu", None, None, "trial 1", precise=lambda: truth).passed
