@@ -5,9 +5,11 @@ from __future__ import annotations
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 
 HIDDEN = """import os
+import sys
 import torch
 import torch.nn as nn
 
+assert "torch._dynamo" in sys.modules, "timed beside a compiled baseline, the worker started without torch._dynamo"
 assert not os.path.exists({path!r}), "the reference workers' compile cache is visible to a candidate"
 assert os.environ.get("TORCHINDUCTOR_CACHE_DIR") == "/tmp/inductor", os.environ.get("TORCHINDUCTOR_CACHE_DIR")
 

@@ -242,3 +242,20 @@ def test_every_timed_output_is_judged(build_cache):
         verdict = matmul.evaluate(candidate_source("wrong_on_one_timed_call.py"))
     assert verdict.status is Status.INCORRECT, verdict.message
     assert "timing round" in verdict.message and "call 200" in verdict.message, verdict.message
+
+
+def test_the_tripwire_allows_dynamos_own_wrap_of_manual_seed_and_no_other():
+    """Importing torch._dynamo (a custom op's first call, torch.compile, torch.compiler.disable) rebinds
+    torch.manual_seed to torch._disable_dynamo(torch.manual_seed); workers import dynamo at their start only
+    when their evaluation compiles, so that is an honest candidate's doing. A wrap of anything else is not."""
+    from kevin_tui.evaluator.worker.guards import IdentityGuard
+
+    original = torch.manual_seed
+    guard = IdentityGuard()
+    try:
+        torch.manual_seed = torch._disable_dynamo(original)
+        assert guard.replaced() == []
+        torch.manual_seed = torch._disable_dynamo(lambda seed: None)
+        assert guard.replaced() == ["torch.manual_seed"]
+    finally:
+        torch.manual_seed = original

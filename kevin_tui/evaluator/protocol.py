@@ -17,9 +17,10 @@ from typing import Any
 MAX_EVENT_BYTES = 1 << 20
 # Under --compiled: the read-only compile cache a candidate worker copies its own from (Evaluator.compile_cache)
 COMPILE_SEED = "KEVIN_TUI_COMPILE_SEED"
-# Set for a candidate worker that only loads the candidate (its builds) and is killed: it times nothing, so
-# it skips torch._dynamo, which timed workers import alike (worker/main.py) and which is 40% of a start.
-BUILD_ONLY = "KEVIN_TUI_BUILD_ONLY"
+# Set for a candidate worker whose evaluation runs torch.compile before or beside its timing (--compiled's
+# trials, the compile baseline): it imports torch._dynamo while it starts (40% of a start), off the timed path,
+# as the reference does then. Other workers never import it: it does not change eager ops' per-call time.
+WITH_DYNAMO = "KEVIN_TUI_WITH_DYNAMO"
 MAX_LIST_ITEMS = 100_000
 # An output file the candidate writes may hold at most twice the reference's outputs for it, plus this (the
 # record's names and headers): a file with a hole reads as all of its size, in the reference's memory and time.
@@ -27,6 +28,12 @@ OUTPUT_FILE_SLACK = 16 << 20
 
 # Statuses a candidate worker may report about itself. "compiled" and "correct" are never among them.
 CANDIDATE_FAILURES = frozenset({"format_error", "compile_error", "runtime_error", "incorrect", "rejected"})
+
+
+def compile_baseline_on(wanted: bool | None, device: str) -> bool:
+    """Whether the reference is also timed under torch.compile: the init request's `compile_baseline` (None: on
+    for CUDA, off on the CPU) on the device the reference resolved."""
+    return device.startswith("cuda") if wanted is None else wanted
 
 
 class ProtocolViolation(Exception):

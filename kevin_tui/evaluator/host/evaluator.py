@@ -34,7 +34,7 @@ from kevin_tui.evaluator.host.sanitizer import find_sanitizer, sanitize_pass, to
 from kevin_tui.evaluator.host.scratch import WorkerFiles, given_dir, make_scratch
 from kevin_tui.evaluator.host.static_checks import run_static_checks, uses_triton
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerProcess, WorkerTimeout, kill_workers_under
-from kevin_tui.evaluator.protocol import BUILD_ONLY, COMPILE_SEED, ProtocolViolation
+from kevin_tui.evaluator.protocol import COMPILE_SEED, WITH_DYNAMO, ProtocolViolation, compile_baseline_on
 from kevin_tui.evaluator.verdict import EnvironmentProblem, Status, Verdict, Warning_
 from kevin_tui.problem import Problem, top_level_names
 
@@ -191,20 +191,32 @@ class Evaluator:
         prefix: Sequence[str] = (),
         extra_binds: Sequence[Bind] = (),
         extra_env: Mapping[str, str] | None = None,
+        builds_only: bool = False,
     ) -> tuple[WorkerProcess, Path]:
         """A candidate worker that sees its scratch, and read-only a private copy of the problem file and the
         libraries built for it (see given_dir); `prefix`, `extra_binds` and `extra_env`: a tool it runs under
-        (Nsight Compute, compute-sanitizer), that tool's files and what the tool needs set."""
+        (Nsight Compute, compute-sanitizer), that tool's files and what the tool needs set; `builds_only`: it
+        only loads the candidate and is killed."""
         scratch = scratch or self.fresh_scratch("candidate")
         given = given_dir(scratch)
         given.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(self.problem.path, given / self.problem.path.name)
         binds = [Bind(str(given)), *extra_binds]
         env = {**self.env, **(extra_env or {})}
+        if not builds_only and self._compiles():
+            env[WITH_DYNAMO] = "1"
         if self.options.compiled:  # read-only: the worker starts its own cache, in its private /tmp, from a copy
             binds.append(Bind(str(self.reference.compile_cache())))
             env[COMPILE_SEED] = str(self.reference.compile_cache())
         return WorkerProcess("candidate", scratch, env, self.sandbox, binds, self.limits, prefix), scratch
+
+    def _compiles(self) -> bool:
+        """Whether candidates here run torch.compile before they are timed (--compiled) or are timed beside a
+        compiled baseline, whose device is known once the reference is ready (before any candidate is taken)."""
+        if self.options.compiled:
+            return True
+        device = self.reference.known_device
+        return device is not None and compile_baseline_on(self.options.compile_baseline, device)
 
     def fresh_scratch(self, label: str) -> Path:
         """A directory name no run of this evaluator has had (the caller's to create and to kill under)."""
@@ -326,7 +338,7 @@ class Evaluator:
             list(pool.map(self._build_only, sources))
 
     def _build_only(self, source: str) -> None:
-        worker, scratch = self.spawn_candidate_worker(extra_env={BUILD_ONLY: "1"})
+        worker, scratch = self.spawn_candidate_worker(builds_only=True)
         run = HostRun(self.run_context, worker, scratch, source)
         run.files.write("candidate.py", source.encode())
         try:

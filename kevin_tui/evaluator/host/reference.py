@@ -17,7 +17,7 @@ from kevin_tui.evaluator.host.sandbox import Bind, Limits, Sandbox
 from kevin_tui.evaluator.host.scratch import WorkerFiles
 from kevin_tui.evaluator.host.speed_of_light import Bound, Peaks, cached_cpu_peaks, cpu_key, gpu_peaks, store_cpu_peaks
 from kevin_tui.evaluator.host.workers import Arrived, WorkerGone, WorkerProcess, WorkerTimeout
-from kevin_tui.evaluator.protocol import ProtocolViolation
+from kevin_tui.evaluator.protocol import ProtocolViolation, compile_baseline_on
 from kevin_tui.evaluator.verdict import EnvironmentProblem
 from kevin_tui.problem import Problem, ProblemError
 
@@ -68,7 +68,7 @@ class ReferenceWorker:
         worker.send({
             "problem_path": str(self.problem.path.resolve()), "device": self.options.device, "cmd": "init",
             "init_seed": self.init_seed, "outbox": str(outbox), "threads": worker_threads(),
-            "warm_compile": self.options.compiled,
+            "warm_compile": self.options.compiled, "compile_baseline": self.options.compile_baseline,
         })  # fmt: skip
         try:
             event = worker.event(self.options.reference_timeout_s)
@@ -144,9 +144,13 @@ class ReferenceWorker:
         environment = self.ready()["environment"]
         return {"torch": environment.get("torch"), "cuda": environment.get("cuda")}
 
+    @property
+    def known_device(self) -> str | None:
+        """The device, if the worker is ready (never starts it)."""
+        return None if self._ready is None else self._ready["device"]
+
     def compile_baseline(self) -> bool:
-        wanted = self.options.compile_baseline
-        return self.device.startswith("cuda") if wanted is None else wanted
+        return compile_baseline_on(self.options.compile_baseline, self.device)
 
     def bound(self) -> Bound | None:
         """The least time the problem can take here (None when the device's figures are unknown)."""

@@ -269,7 +269,7 @@ class CandidateRun:
         """One trial's inputs through ModelNew under torch.compile (compiled on the first call), its output
         written for the judge like an eager trial's. The graph breaks are counted once by
         torch._dynamo.explain, here in the candidate's process, so the host takes them as information only."""
-        import torch._dynamo as dynamo  # here: a build-only worker never imports it (worker/main.py)
+        import torch._dynamo as dynamo  # imported at the start under --compiled (worker/main.py)
 
         index = command["index"]
         args = common.to_device(tensorfile.read(Path(command["inputs"])), self.device)

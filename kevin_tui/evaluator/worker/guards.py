@@ -63,13 +63,27 @@ class IdentityGuard:
     enough to run inside a timing round."""
 
     def __init__(self) -> None:
+        import torch
+
         self.watched = []
         for name in WATCHED:
             holder, attr = _locate(name)
             self.watched.append((name, holder, attr, _current(holder, attr)))
+        self.disabled_code = torch._disable_dynamo(_locate).__code__  # the code of every such wrapper
 
     def replaced(self) -> list[str]:
-        return [name for name, holder, attr, original in self.watched if _current(holder, attr) is not original]
+        return [name for name, holder, attr, original in self.watched
+                if (now := _current(holder, attr)) is not original and not self.rewrapped(now, original)]  # fmt: skip
+
+    def rewrapped(self, now: Any, original: Any) -> bool:
+        """`now` is torch._disable_dynamo's wrapper around exactly `original`, which calls it: what importing
+        torch._dynamo does to torch.manual_seed (torch/_dynamo/__init__.py). Workers import dynamo only when
+        their evaluation compiles, so an honest candidate's custom op, torch.compile or torch.compiler.disable
+        does it."""
+        if getattr(now, "__code__", None) is not self.disabled_code:
+            return False
+        cells = dict(zip(self.disabled_code.co_freevars, now.__closure__ or (), strict=False))
+        return "fn" in cells and cells["fn"].cell_contents is original
 
 
 def child_pids() -> set[int]:

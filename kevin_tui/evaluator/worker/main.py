@@ -57,14 +57,12 @@ def main() -> None:
         leave_supervisor(lifeline_fd)
     apply_limits(json.loads(os.environ.pop("KEVIN_WORKER_LIMITS", "{}")))
     watch_lifeline(lifeline_fd)
-    from kevin_tui.evaluator.protocol import BUILD_ONLY
+    from kevin_tui.evaluator.protocol import WITH_DYNAMO
     from kevin_tui.evaluator.worker.channel import Channel
 
     channel = Channel(command_fd, event_fd)
     try:
-        # Every worker that times calls imports the same modules (dynamo changes dispatch); a build-only one
-        # never times, and the builder never imports torch but to compile.
-        if role != "builder" and not os.environ.pop(BUILD_ONLY, ""):
+        if os.environ.pop(WITH_DYNAMO, ""):  # its evaluation compiles: import it now, not in a timed phase
             import torch._dynamo  # noqa: F401
         # Import torch before the first command arrives, so a spare worker is ready when it does.
         if role == "reference":

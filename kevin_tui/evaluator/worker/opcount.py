@@ -36,6 +36,12 @@ class OpCounter(TorchDispatchMode):
         super().__init__()
         self.counts: Counter[str] = Counter()
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """No torch._disable_dynamo wrap of __torch_dispatch__: its first call would import torch._dynamo (2 s),
+        which a worker whose evaluation compiles nothing does not have, in the step before the verdict."""
+        return False
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if getattr(func, "namespace", "aten") not in TORCH_NAMESPACES:

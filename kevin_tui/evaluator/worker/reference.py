@@ -7,6 +7,7 @@ outputs from files (never unpickled). It stays alive for the evaluator's lifetim
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable
 from functools import partial
@@ -15,7 +16,7 @@ from typing import Any
 
 import torch
 
-from kevin_tui.evaluator.protocol import OUTPUT_FILE_SLACK
+from kevin_tui.evaluator.protocol import OUTPUT_FILE_SLACK, compile_baseline_on
 from kevin_tui.evaluator.worker import common, tensorfile
 from kevin_tui.evaluator.worker.capture import aliases, model_tensors, no_modes, snapshot
 from kevin_tui.evaluator.worker.channel import Channel
@@ -488,6 +489,8 @@ def run_reference(request: dict[str, Any], channel: Channel) -> None:
         channel.emit("problem_error", message=str(exc), traceback=common.short_traceback(exc.__cause__ or exc))
         return
     reference.output_aliases = probe["output_aliases"]
+    if compile_baseline_on(request.get("compile_baseline"), reference.device):  # imported before "ready", not timed
+        importlib.import_module("torch._dynamo")
     if request.get("warm_compile"):
         reference.warm_compile(request["init_seed"] + 7)
     init_path = reference.outbox / "init.kt"
