@@ -150,7 +150,11 @@ def read(path: Path, with_devices: bool = False) -> Any:
     except (ValueError, RecursionError):
         raise TensorFileError("the header is not JSON") from None
     data = memoryview(raw)[start + length :]
-    value = _decode(tree, data, _dtypes(), 0, [len(data)])
+    try:
+        value = _decode(tree, data, _dtypes(), 0, [len(data)])
+    except (RuntimeError, TypeError, ValueError, OverflowError) as exc:  # torch refusing what the header names
+        # (a zero-size tensor of shape [0, 2**63]): the writer's file is unusable, the reader is fine
+        raise TensorFileError(f"a tensor torch cannot make: {type(exc).__name__}: {str(exc)[:200]}") from None
     return value if with_devices else _strip(value)
 
 

@@ -1,0 +1,125 @@
+"""Attacks a ninth red team wrote against the evaluator after the eighth's fixes (tests/candidates/redteam9/,
+each file's docstring says the attack, its true verdict and what it got before the fix)."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from kevin_tui.evaluator.worker import tensorfile
+from kevin_tui.evaluator.worker.judge import judge_trial
+from kevin_tui.evaluator.worker.reference import Reference, write_record
+from kevin_tui.evaluator.worker.tensorfile import Leaf
+
+# -- a candidate's file that torch refuses is the candidate's, never the reference worker's crash ------------
+
+
+def _with_header(path: Path, header: object, data: bytes = b"") -> Path:
+    raw = json.dumps(header).encode()
+    path.write_bytes(tensorfile.MAGIC + struct.pack("<Q", len(raw)) + raw + data)
+    return path
+
+
+@pytest.mark.parametrize("shape", [[0, 2**63], [0, 2**62, 2**62], [0, 2**64]])
+def test_a_zero_size_tensor_torch_cannot_make_is_an_unusable_file(tmp_path, shape):
+    """output_shape_overflow_blames_the_reference.py: a zero-element tensor passes the size check whatever its
+    other dimensions are, but torch.empty raises TypeError/RuntimeError for them. The reader let that out, the
+    reference worker crashed, and the host called it `reference_lost` (the evaluator's failure, "evaluate this
+    one again") instead of the candidate's unusable output."""
+    node = {"t": "list", "items": [{"t": "tensor", "dtype": "float32", "shape": shape, "offset": 0, "nbytes": 0}]}
+    with pytest.raises(tensorfile.TensorFileError, match="torch cannot make"):
+        tensorfile.read(_with_header(tmp_path / "out.kt", node), with_devices=True)
+
+
+def test_honest_files_still_read(tmp_path):
+    value = [torch.zeros(0, 5), torch.arange(6, dtype=torch.float32).reshape(2, 3), (1.5, "x", None)]
+    tensorfile.write(tmp_path / "ok.kt", value)
+    back = tensorfile.read(tmp_path / "ok.kt")
+    assert back[0].shape == (0, 5) and torch.equal(back[1], value[1]) and back[2] == (1.5, "x", None)
+
+
+# -- every judge of an output may widen to the float32 reference's own error, as the trials' does -------------
+
+ROUNDING_PROBLEM = """
+import torch
+import torch.nn as nn
+
+N = 64
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return (x + 1e4) - 1e4  # float32 rounds x to ~1e-3: an exact kernel is far from the reference's result
+
+
+def get_inputs():
+    return [torch.randn(N)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+class Recorded:
+    """A channel that keeps the reference worker's events."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def emit(self, event: str, **fields: Any) -> None:
+        self.events.append({"event": event, **fields})
+
+
+def _judged(reference: Any, channel: Recorded, out: Path, value: Any, written: tuple[str, ...], **command: Any) -> bool:
+    write_record(out, dict.fromkeys(written, value), [])
+    reference.judge_check({"cmd": "judge", "eval": 0, "path": str(out), **command})
+    assert channel.events[-1]["event"] == "judged"
+    return bool(channel.events[-1]["passed"])
+
+
+def test_other_sizes_and_torch_compile_judge_an_exact_kernel_as_the_trials_do(tmp_path):
+    """honest_matvec_other_sizes.py: an output more exact than the float32 reference passes a trial (it is
+    measured against float64 with the reference's own error added) but failed the same judge at another size
+    (--shapes) and under --compiled, which gave it no float64 result: an honest kernel `incorrect` there."""
+    problem = tmp_path / "rounding.py"
+    problem.write_text(ROUNDING_PROBLEM)
+    channel = Recorded()
+    request = {"problem_path": str(problem), "device": "cpu", "outbox": str(tmp_path), "init_seed": 1}
+    reference = Reference(request, channel)
+    reference.trials({"eval": 0, "seed": 5, "fresh": 2, "duplicates": 0})
+    trial_inputs = [tensorfile.read(Path(p)) for p in channel.events[-1]["paths"]]
+    reference.shapes({"eval": 0, "seed": 9, "max_bytes": 1 << 30})
+    variants = channel.events[-1]["variants"]
+    assert [label for label, _, _ in variants] == ["N=32", "N=128", "N=63"]
+    out = tmp_path / "out.kt"
+    exact = trial_inputs[1][0].clone()
+    assert _judged(reference, channel, out, exact, ("before", "after"), trial=1)  # the trial's judge widens
+    label = "trial 2 under torch.compile"
+    assert _judged(reference, channel, out, exact, ("compiled",), trial=1, label=label, runs=["compiled"])
+    for label, path, index in variants:
+        (x,) = tensorfile.read(Path(path))
+        assert _judged(reference, channel, out, x.clone(), ("before", "after"), trial=index, label=label), label
+        assert not _judged(reference, channel, out, x + 3e-3, ("before", "after"), trial=index, label=label)
+
+
+# -- a constant output is judged against float64 too: exact where the truth is constant, still a guess elsewhere
+
+
+def test_an_exact_constant_passes_where_only_the_references_rounding_varies():
+    """honest_exact_constant.py: each row's softmax summed is exactly 1; the float32 reference varies around it
+    by ~1e-7, and "constant output where the reference varies" failed the exact answer with no float64 look."""
+    x = torch.randn(256, 4096, generator=torch.Generator().manual_seed(3))
+    ref, ref64 = torch.softmax(x, dim=1).sum(dim=1), torch.softmax(x.double(), dim=1).sum(dim=1)
+    assert float(ref.max()) != float(ref.min())
+    exact = {"before": Leaf(torch.ones(256), "cpu")}
+    assert judge_trial(ref, exact, "cpu", None, None, "trial 1", precise=lambda: ref64).passed
+    # a constant where the truth itself varies (by less than the tolerance) is still the guess the check catches
+    truth = 1 + 1e-6 * torch.randn(256, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    guess = {"before": Leaf(torch.ones(256), "cpu")}
+    assert not judge_trial(truth.float(), guess, "cpu", None, None, "trial 1", precise=lambda: truth).passed
