@@ -84,27 +84,16 @@ class ResourceGroup:
                     path.rmdir()
                 continue
             made[parent.path] = path
-        self.cpu_usage: Path | None = None  # CPU time of every process that ever ran in the group
-        accounting = parent_for(ACCOUNTING)
-        if accounting is not None and not accounting.v2:
-            path = made.get(accounting.path) or accounting.path / name
-            with contextlib.suppress(OSError):
-                path.mkdir(exist_ok=True)
-                made[accounting.path] = path
-                self.cpu_usage = path / "cpuacct.usage"
-        self.freezer: Path | None = None  # the file that freezes the group
-        freezing = parent_for(FREEZER)
-        if freezing is not None and not freezing.v2:
-            path = made.get(freezing.path) or freezing.path / name
-            with contextlib.suppress(OSError):
-                path.mkdir(exist_ok=True)
-                made[freezing.path] = path
-                self.freezer = path / "freezer.state"
+        # CPU time of every process that ever ran in the group, and the file that freezes it: v1 hierarchies of
+        # their own, else the v2 group's own files
+        self.cpu_usage = _v1_group_file(made, name, ACCOUNTING, "cpuacct.usage")
+        self.freezer = _v1_group_file(made, name, FREEZER, "freezer.state")
         self.paths = list(dict.fromkeys(made.values()))
-        if self.cpu_usage is None and (v2 := [p for p in self.paths if (p / "cpu.stat").exists()]):
-            self.cpu_usage = v2[0] / "cpu.stat"
-        if self.freezer is None and (v2 := [p for p in self.paths if (p / "cgroup.freeze").exists()]):
-            self.freezer = v2[0] / "cgroup.freeze"
+        self.cpu_usage = self.cpu_usage or self._v2_file("cpu.stat")
+        self.freezer = self.freezer or self._v2_file("cgroup.freeze")
+
+    def _v2_file(self, filename: str) -> Path | None:
+        return next((path / filename for path in self.paths if (path / filename).exists()), None)
 
     def wrap(self, command: list[str]) -> list[str]:
         """`command`, started inside the groups (the shell moves itself in, then becomes the command)."""
@@ -179,6 +168,20 @@ class ResourceGroup:
         self.thaw()  # after the signals: a frozen process acts on them once thawed, and runs only to die
         for path in self.paths:
             empty(path)
+
+
+def _v1_group_file(made: dict[Path, Path], name: str, controller: str, filename: str) -> Path | None:
+    """`filename` of this worker's group in the v1 hierarchy `controller` (made, and added to `made`), or None."""
+    parent = parent_for(controller)
+    if parent is None or parent.v2:
+        return None
+    path = made.get(parent.path) or parent.path / name
+    try:
+        path.mkdir(exist_ok=True)
+    except OSError:
+        return None
+    made[parent.path] = path
+    return path / filename
 
 
 def thaw(group: Path) -> None:

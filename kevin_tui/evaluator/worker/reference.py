@@ -356,11 +356,15 @@ class Reference:
         get_inputs uses (a batch size, a length), halved, doubled, or made odd to break tiling."""
         outputs = self.outputs.setdefault(command["eval"], [])
         found: list[list[Any]] = []  # [label, inputs file, output index]
+
+        def at_size() -> tuple[list[Any], Any]:
+            args = sample(self.module.get_inputs, command["seed"])
+            with no_modes():
+                return args, snapshot(self.forward(common.to_device(args, self.device)))
+
         for label, values in shape_variants(self.module, command["max_bytes"]):
             try:
-                args = self.sized(values, partial(sample, self.module.get_inputs, command["seed"]))
-                with no_modes():
-                    out = snapshot(self.sized(values, partial(self.forward, common.to_device(args, self.device))))
+                args, out = self.sized(values, at_size)
             except Exception:
                 continue  # the problem itself does not work at that size: not a shape it allows
             path = self.outbox / f"eval-{command['eval']}-shape-{len(found)}.kt"
