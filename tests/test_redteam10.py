@@ -75,3 +75,58 @@ def test_an_honest_block_still_passes_under_compile():
     _, expected_grads = gradients(before, args, weights)
     _, why = compiled(copy.deepcopy(before), after, args, expected, expected_grads, weights, _within)
     assert why is None, why
+
+
+# -- the judge's float64 fallback judges the whole output, not only the float tensors it can pair -------------------
+
+
+def _moved_past_the_tolerance(sums: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
+    """second_output_dropped.py's trigger: the row furthest from float64, moved just past the tolerance towards it."""
+    row = int((exact - sums.double()).abs().argmax())
+    value = float(sums[row])
+    tolerance = min(1e-4, 1e-4 * float(sums.abs().max())) + 1e-4 * abs(value)
+    direction = 1.0 if float(exact[row]) > value else -1.0
+    moved = torch.tensor(value + direction * tolerance, dtype=torch.float32)
+    while abs(float(moved) - value) <= tolerance:
+        moved = torch.nextafter(moved, torch.tensor(direction * float("inf")))
+    sums = sums.clone()
+    sums[row] = moved
+    return sums
+
+
+@pytest.fixture(scope="module")
+def sums_and_tanh():
+    """tests/problems/sums_and_tanh.py's outputs for one input: float32, float64, and the moved row sums."""
+    x = torch.randn(64, 4096, generator=torch.Generator().manual_seed(1))
+    ref, ref64 = (x.sum(-1), torch.tanh(x)), (x.double().sum(-1), torch.tanh(x.double()))
+    return ref, ref64, _moved_past_the_tolerance(ref[0], ref64[0])
+
+
+@pytest.mark.parametrize("second", [None, 0.5, "tanh in float64", "tanh on another device", "a list"])
+def test_the_float64_fallback_still_judges_every_other_output(sums_and_tanh, second):
+    """second_output_dropped.py: `(row sums, None)` for `(row sums, tanh(x))` was `correct`, since one row sum
+    moved just past the tolerance (towards float64) sent the trial to the fallback, which judged the float tensors
+    it could pair and nothing else: None, a number, another dtype or device, another structure went unseen."""
+    from kevin_tui.evaluator.worker.judge import judge_trial
+    from kevin_tui.evaluator.worker.tensorfile import Leaf
+
+    ref, ref64, moved = sums_and_tanh
+    made = {
+        "tanh in float64": Leaf(ref64[1], "cpu"),
+        "tanh on another device": Leaf(ref[1], "cuda:0"),
+        "a list": [Leaf(ref[1], "cpu")],
+    }
+    got = (Leaf(moved, "cpu"), made.get(second, second) if isinstance(second, str) else second)
+    judged = judge_trial(ref, {"before": got}, "cpu", None, None, "trial 1", precise=lambda: ref64)
+    assert not judged.passed and "output 1" in judged.message, judged
+
+
+def test_an_exact_first_output_beside_a_right_second_still_passes(sums_and_tanh):
+    from kevin_tui.evaluator.worker.judge import judge_trial
+    from kevin_tui.evaluator.worker.tensorfile import Leaf
+
+    ref, ref64, moved = sums_and_tanh
+    got = (Leaf(moved, "cpu"), Leaf(ref64[1].float(), "cpu"))
+    assert not judge_trial(ref, {"before": got}, "cpu", None, None, "trial 1").passed  # outside tolerance alone
+    judged = judge_trial(ref, {"before": got}, "cpu", None, None, "trial 1", precise=lambda: ref64)
+    assert judged.passed and "own error" in judged.checks[0].detail, judged
