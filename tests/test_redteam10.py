@@ -130,3 +130,53 @@ def test_an_exact_first_output_beside_a_right_second_still_passes(sums_and_tanh)
     assert not judge_trial(ref, {"before": got}, "cpu", None, None, "trial 1").passed  # outside tolerance alone
     judged = judge_trial(ref, {"before": got}, "cpu", None, None, "trial 1", precise=lambda: ref64)
     assert judged.passed and "own error" in judged.checks[0].detail, judged
+
+
+# -- both workers draw the same timed inputs and build the same weights, whatever generator the problem uses --------
+
+
+def _numpy_problem():
+    import numpy as np
+
+    def get_inputs():
+        return [torch.from_numpy(np.random.standard_normal((4, 8)).astype(np.float32))]
+
+    return get_inputs
+
+
+def test_timed_inputs_from_numpy_are_the_same_in_every_worker():
+    """honest_relu_numpy_inputs.py: each worker draws a timed call's inputs from the round's seed, but only
+    torch's generators were seeded, so a problem drawing with numpy got other inputs in the candidate's worker
+    than in the reference's, and an honest ReLU was `incorrect` in timing round 1. Another worker is another
+    generator state: here numpy's state moved between two draws of the same call."""
+    import numpy as np
+
+    from kevin_tui.evaluator.worker.inputs import TimedInputs
+
+    inputs = TimedInputs(_numpy_problem(), "cpu")
+    first = inputs.args(1234, 5)
+    np.random.standard_normal(3)  # what the other worker's numpy has done is not this one's
+    assert torch.equal(inputs.args(1234, 5)[0], first[0])
+    assert not torch.equal(inputs.args(1234, 6)[0], first[0])  # still a fresh draw for every call
+
+
+def test_weights_from_python_random_are_the_same_in_every_worker():
+    import random
+
+    from kevin_tui.evaluator.worker.common import seeded
+
+    def build() -> list[float]:
+        return [random.random() for _ in range(3)]
+
+    first = seeded(7, build)
+    random.random()
+    assert seeded(7, build) == first
+
+
+def test_a_torch_only_problem_seeds_only_torch_in_its_timed_calls():
+    """The ~25 us of seeding Python's and numpy's generators is loop work a candidate's copy could skip, so only a
+    problem that draws from them pays it."""
+    from kevin_tui.evaluator.worker.inputs import TimedInputs
+
+    assert not TimedInputs(lambda: [torch.randn(4, 8)], "cpu").every_generator
+    assert TimedInputs(_numpy_problem(), "cpu").every_generator
