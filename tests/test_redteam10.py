@@ -180,3 +180,25 @@ def test_a_torch_only_problem_seeds_only_torch_in_its_timed_calls():
 
     assert not TimedInputs(lambda: [torch.randn(4, 8)], "cpu").every_generator
     assert TimedInputs(_numpy_problem(), "cpu").every_generator
+
+
+# -- the trial whose precision is measured is the host's secret, not the first ----------------------------------------
+
+
+def test_an_untimed_kernel_narrow_after_its_first_trial_gets_the_lower_precision_warning(
+    relu_problem, build_cache, monkeypatch
+):
+    """narrow_after_the_first_trial_untimed.py: redteam8's kernel, exact on its first two calls and narrow after,
+    evaluated without timing: only the first trial's precision was measured (the candidate knows which trial is
+    first), so it was `correct` with precision {0, 0} (also under --strict). The host names the measured trial in
+    secret now; here it names the fourth."""
+    from kevin_tui.evaluator import EvalOptions, Evaluator, Status
+    from kevin_tui.evaluator.host import candidate_run
+    from tests.conftest import CANDIDATES
+
+    monkeypatch.setattr(candidate_run.secrets, "randbelow", lambda n: min(3, n - 1))
+    options = EvalOptions(device="cpu", timing=False, shapes="off", profile=False, cache_dir=build_cache)
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
+        verdict = evaluator.evaluate((CANDIDATES / "redteam8" / "lower_precision_after_the_first_trial.py").read_text())
+    assert verdict.status is Status.CORRECT, verdict.message
+    assert "lower_precision" in {w.code for w in verdict.warnings}, verdict.evidence.get("precision")
