@@ -176,10 +176,13 @@ def test_weights_from_python_random_are_the_same_in_every_worker():
 def test_a_torch_only_problem_seeds_only_torch_in_its_timed_calls():
     """The ~25 us of seeding Python's and numpy's generators is loop work a candidate's copy could skip, so only a
     problem that draws from them pays it."""
+    import random
+
     from kevin_tui.evaluator.worker.inputs import TimedInputs
 
     assert not TimedInputs(lambda: [torch.randn(4, 8)], "cpu").every_generator
     assert TimedInputs(_numpy_problem(), "cpu").every_generator
+    assert TimedInputs(lambda: [torch.randn(4, 8) * random.random()], "cpu").every_generator
 
 
 # -- the trial whose precision is measured is the host's secret, not the first ----------------------------------------

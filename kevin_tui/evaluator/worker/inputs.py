@@ -122,6 +122,18 @@ def trial_inputs(get_inputs: Callable[[], Any], seed: int, fresh: int, duplicate
     return trials
 
 
+def _other_generators() -> tuple[Any, ...]:
+    """The state of the generators besides torch's that a problem may draw from: Python's and numpy's global."""
+    import random
+    import sys
+
+    numpy = sys.modules.get("numpy")
+    if numpy is None:
+        return (random.getstate(),)
+    kind, key, position, has_gauss, gauss = numpy.random.get_state()
+    return random.getstate(), kind, key.tobytes(), position, has_gauss, gauss
+
+
 def call_seed(seed: int, call: int) -> int:
     """The seed of one timed call's sample, from its round's seed."""
     return (seed + call * 7919) % (1 << 62)
@@ -158,14 +170,13 @@ class TimedInputs:
     every_generator: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
-        """Whether each call must seed Python's and numpy's generators too: only where two draws with torch's
-        seeded alike differ (the problem draws from another generator), since the seeding is ~25 us of loop work
-        a call. Decided the same way in both workers, before the first round; a candidate's worker that decides
-        otherwise draws other inputs and fails the judge."""
-        from kevin_tui.evaluator.worker.common import same
-
-        first, again = (draw_on(self.get_inputs, 0, self.device, every=False) for _ in range(2))
-        self.every_generator = not same(first, again)
+        """Whether each call must seed Python's and numpy's generators too: only where a draw moves their state
+        (the problem draws from them), since the seeding is ~25 us of loop work a call. Decided the same way in
+        both workers, before the first round, from one draw; a candidate's worker that decides otherwise draws
+        other inputs and fails the judge."""
+        before = _other_generators()
+        draw_on(self.get_inputs, 0, self.device, every=False)
+        self.every_generator = _other_generators() != before
 
     def args(self, seed: int, call: int) -> list[Any]:
         return draw_on(self.get_inputs, call_seed(seed, call), self.device, self.every_generator)
