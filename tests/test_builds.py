@@ -144,6 +144,27 @@ def test_cuda_candidate_is_built_for_real_and_judged_compiled_without_a_device(r
 
 @needs_nvcc
 @pytest.mark.nvcc
+def test_a_cuda_build_on_a_cpu_evaluation_without_nvcc_is_that_candidates_compile_error(
+    relu_problem, build_cache, tmp_path, monkeypatch
+):
+    """Without the CUDA toolkit, a candidate asking for an nvcc build on a CPU evaluation is its own
+    `compile_error`, saying why and what to do; it stopped the whole evaluation before (exit 4 "cannot evaluate
+    here"), so one candidate's choice of CUDA ended every problem of a CPU batch run. A C++ candidate in the
+    same evaluator is still judged."""
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "no-cuda-toolkit"))
+    options = EvalOptions(device="cpu", timing=False, cache_dir=build_cache, build_timeout_s=600)
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
+        unbuilt = f"// never built before: {os.urandom(8).hex()}\n"  # so the builder runs (a cached library loads)
+        cuda = evaluator.evaluate(
+            candidate("relu_cuda.py").replace('relu_cuda_source = """', 'relu_cuda_source = """' + unbuilt)
+        )
+        cpp = evaluator.evaluate(candidate("relu_cpp.py"))
+    assert cuda.status is Status.COMPILE_ERROR, cuda.message
+    assert cuda.details["finding"] == "cannot_build_here"
+    assert "cannot build CUDA" in cuda.message and "nvcc not found" in cuda.message and "C++" in cuda.message
+    assert cpp.status is Status.CORRECT, cpp.message
+
+
 def test_cuda_compile_error_carries_nvcc_message_and_candidate_line(relu_cpu):
     verdict = relu_cpu.evaluate(candidate("relu_cuda_broken.py"))
     assert verdict.status is Status.COMPILE_ERROR, verdict.message

@@ -51,7 +51,7 @@ from kevin_tui.evaluator.host.workers import (
     spares_paused,
 )
 from kevin_tui.evaluator.protocol import OUTPUT_FILE_SLACK, ProtocolViolation
-from kevin_tui.evaluator.verdict import Check, Status, Timing, Verdict, Warning_
+from kevin_tui.evaluator.verdict import Check, EnvironmentProblem, Status, Timing, Verdict, Warning_
 from kevin_tui.ranking import speed_class
 
 NEAR_DUPLICATES = 2
@@ -413,6 +413,13 @@ class HostRun:
             limit = self.options.build_timeout_s
             message = f"no result within {limit:.0f} s in the build phase; the builder's process group was killed"
             raise Decided(decide(Finding.BUILD_TIMED_OUT, message)) from None
+        except EnvironmentProblem as exc:
+            if self.reference.device.startswith("cuda"):
+                raise  # a GPU evaluation on a machine that cannot build CUDA: the machine's, for every candidate
+            # on the CPU, CUDA is the candidate's choice: its verdict, not a stop of the whole run (a batch ended)
+            message = (f"this machine cannot build CUDA ({exc}), and the evaluation is on the CPU: write the kernel "
+                       "in C++ for the CPU, or evaluate on a machine with the CUDA toolkit")  # fmt: skip
+            raise Decided(decide(Finding.CANNOT_BUILD_HERE, message)) from None
         built = [*request["cpp_sources"], *request["cuda_sources"], *(text for _, text in request["sources"])]
         record.torch_calls = cpp_torch_compute("\n".join(built))  # the text built, however it was made
         if record.ok:  # and the kernels the library calls, however the text spelt them
