@@ -32,6 +32,7 @@ from kevin_tui.usermodel.problems import make_problem
 from kevin_tui.usermodel.runner import UserModelProblem
 from kevin_tui.usermodel.specs import ModelSpec
 from tests.conftest import CANDIDATES, REPO
+from tests.fake_judge import InProcessJudge
 
 EXAMPLES = REPO / "examples"
 TOKENS = "tokens=int64[2,32]~randint(0,1000)"
@@ -255,6 +256,9 @@ def test_the_profile_screen_ranks_modules_and_extracts_the_picked_ones(project, 
 
 
 def test_apply_is_offered_after_accept_and_checks_the_model(project, build_cache, tmp_path, monkeypatch):
+    """The app's path from an accepted kernel to the apply check; the kernel is judged in process (the real
+    evaluation of a problem made from a model is test_optimize_from_file_class_writes_the_problem_and_runs_on_it's,
+    the app's own end-to-end run test_tui's)."""
     monkeypatch.chdir(project)
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
@@ -265,7 +269,7 @@ def test_apply_is_offered_after_accept_and_checks_the_model(project, build_cache
         "optimize", "problems/blocks_GeluGate.py", "--device", "cpu", "--no-timing", "--backend", "scripted",
         "--script", str(script), "--sessions-dir", "sessions", "--inline-editor",
     ])  # fmt: skip
-    app = KevinApp(config=run_config(args, Settings()))
+    app = KevinApp(config=run_config(args, Settings()), judge=InProcessJudge)
 
     async def run():
         async with app.run_test(size=(100, 32)) as pilot:
