@@ -262,6 +262,9 @@ def test_apply_is_offered_after_accept_and_checks_the_model(project, build_cache
     monkeypatch.chdir(project)
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.setenv("KEVIN_TUI_CACHE_DIR", str(build_cache))
+    # where test_usermodel_training builds the same kernel: loaded in this process from another directory, torch
+    # would build it again under a new name (its versioner hashes the build directory)
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(build_cache / "torch_extensions"))
     code = (EXAMPLES / "kernels" / "gelu_gate_cpp.py").read_text()
     script = tmp_path / "replies.json"
     script.write_text(json.dumps([{"reasoning": "Fuse the gate.", "answer": f"```python\n{code}```\nFused."}]))
