@@ -205,3 +205,27 @@ def test_an_untimed_kernel_narrow_after_its_first_trial_gets_the_lower_precision
         verdict = evaluator.evaluate((CANDIDATES / "redteam8" / "lower_precision_after_the_first_trial.py").read_text())
     assert verdict.status is Status.CORRECT, verdict.message
     assert "lower_precision" in {w.code for w in verdict.warnings}, verdict.evidence.get("precision")
+
+
+def test_a_problem_whose_inputs_no_seed_fixes_is_unusable_not_every_candidates_failure(tmp_path):
+    """tests/problems/unseeded_inputs.py draws with os.urandom: each worker drew other timed inputs, so every
+    candidate, honest ones too, was `incorrect` at timing round 1. The reference's probe draws twice from one
+    seed and calls such a problem broken (the user's to fix), before any candidate is judged."""
+    from kevin_tui.evaluator.worker.reference import ProblemBroken, Reference
+    from tests.conftest import REPO
+
+    events: list[str] = []
+
+    class Channel:
+        def emit(self, event: str, **fields: object) -> None:
+            events.append(event)
+
+    def probed(name: str) -> None:
+        request = {"problem_path": str(REPO / "tests" / "problems" / name), "device": "cpu",
+                   "outbox": str(tmp_path), "init_seed": 1}  # fmt: skip
+        Reference(request, Channel()).probe(8)
+
+    with pytest.raises(ProblemBroken, match="other inputs from the same seed"):
+        probed("unseeded_inputs.py")
+    probed("sorted_segments.py")  # a problem that draws alike stays usable
+    probed("float_scalar.py")
