@@ -27,7 +27,7 @@ needs_nvcc = pytest.mark.skipif(not NVCC_AVAILABLE, reason="needs the CUDA toolk
 @pytest.fixture(scope="module")
 def relu_cpu(relu_problem, build_cache):
     options = EvalOptions(device="cpu", timing=False, cache_dir=build_cache, build_timeout_s=600)
-    with Evaluator(relu_problem, options) as evaluator:
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
         yield evaluator
 
 
@@ -98,30 +98,39 @@ def test_a_build_failure_the_candidate_swallows_is_still_a_compile_error(relu_cp
 
 def test_the_header_for_flags_seen_before_is_found_without_a_worker(tmp_path, monkeypatch):
     """Which precompiled header some C++ flags need is the trusted step's answer, a worker start (~2 s of
-    each build, more under load): the host asks once per set of flags, and again once that header no
-    longer matches its record. (The step itself is stubbed: whether the store admits a real header
+    each build, more under load): the host asks once per set of flags, for every evaluator of the process
+    on that cache (each problem of a batch run), and again once that header no longer matches its record,
+    or for another worker environment. (The step itself is stubbed: whether the store admits a real header
     depends on what else the cache holds.)"""
     from kevin_tui.evaluator.host import builds
     from kevin_tui.evaluator.host.sandbox import Limits, choose
 
-    broker = builds.BuildBroker(tmp_path / "builds", choose("off"), {}, Limits(), tmp_path / "scratch")
-    asked: list[list[str]] = []
+    asked: list[tuple[str, list[str]]] = []
     recorded = {"ok": True}
 
-    def step(spec, deadline):
-        asked.append(spec["extra_cflags"])
-        return "0123456789abcdef0123"
+    def broker(env: dict[str, str]) -> builds.BuildBroker:
+        made = builds.BuildBroker(tmp_path / "builds", choose("off"), env, Limits(), tmp_path / "scratch")
 
-    monkeypatch.setattr(broker, "_make_precompiled_header", step)
+        def step(spec, deadline):
+            asked.append((env.get("CXX", ""), spec["extra_cflags"]))
+            return "0123456789abcdef0123"
+
+        monkeypatch.setattr(made, "_make_precompiled_header", step)
+        return made
+
     monkeypatch.setattr(builds, "usable_pch", lambda store, key, manifests: recorded["ok"])
     spec = {"kind": "inline", "no_implicit_headers": False, "extra_cflags": ["-O2"], "extra_include_paths": []}
-    first = broker.precompiled_header(spec, time.monotonic() + 60)
-    again = broker.precompiled_header(dict(spec), time.monotonic() + 60)
-    other = broker.precompiled_header({**spec, "extra_cflags": ["-O3"]}, time.monotonic() + 60)
-    assert first == again == other == "0123456789abcdef0123" and asked == [["-O2"], ["-O3"]]
+    one = broker({})
+    first = one.precompiled_header(spec, time.monotonic() + 60)
+    again = one.precompiled_header(dict(spec), time.monotonic() + 60)
+    other = one.precompiled_header({**spec, "extra_cflags": ["-O3"]}, time.monotonic() + 60)
+    later = broker({}).precompiled_header(dict(spec), time.monotonic() + 60)  # the next evaluator of the process
+    assert first == again == other == later == "0123456789abcdef0123" and asked == [("", ["-O2"]), ("", ["-O3"])]
+    broker({"CXX": "clang++"}).precompiled_header(dict(spec), time.monotonic() + 60)
+    assert asked[-1] == ("clang++", ["-O2"])  # another compiler: asked again
     recorded["ok"] = False  # the header changed or was evicted: ask the trusted step again
-    broker.precompiled_header(dict(spec), time.monotonic() + 60)
-    assert asked == [["-O2"], ["-O3"], ["-O2"]]
+    one.precompiled_header(dict(spec), time.monotonic() + 60)
+    assert asked == [("", ["-O2"]), ("", ["-O3"]), ("clang++", ["-O2"]), ("", ["-O2"])]
 
 
 def test_a_flag_that_runs_programs_is_refused_as_a_compile_error(relu_cpu):
