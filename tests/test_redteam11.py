@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from kevin_tui.evaluator.host.static_checks import run_static_checks
 from kevin_tui.evaluator.protocol import parse_event
 from kevin_tui.evaluator.verdict import Status, Verdict
 from kevin_tui.session import Header, SessionWriter, load_session
@@ -48,3 +51,28 @@ def test_a_session_keeps_an_event_no_utf8_file_can_hold(tmp_path):
     assert session.warning is None
     assert [getattr(e, "answer", None) for e in session.events] == [LONE, None, "après"]
     assert "après" in path.read_text(encoding="utf-8")  # readable text stays readable
+
+
+# -- static checks: Python's own `math` is not a tensor ------------------------------------------------------------------
+
+SHADOWED_MATH = {
+    "rebound to torch": "import math\nmath = torch\ndef f(x):\n    return math.sqrt(x)\n",
+    "imported as torch": "import torch as math\ndef f(x):\n    return math.sqrt(x)\n",
+    "a parameter": "import math\ndef f(math):\n    return math.sqrt()\n",
+    "a lambda's parameter": "import math\ng = lambda math: math.exp()\n",
+    "a loop target": "import math\ndef f(x):\n    for math in [x]:\n        return math.log()\n",
+    "written through globals()": "import math\nglobals()['ma' + 'th'] = torch\ndef f(x):\n    return math.sqrt(x)\n",
+}
+
+
+def test_math_functions_on_numbers_are_not_pytorch_compute():
+    """honest_math_sqrt_scale.py: `math.sqrt(4.0)` and `math.log(1024, 2)` in __init__ were read as the tensor
+    methods `.sqrt()` and `.log()`: an honest C++ kernel `rejected` under --strict."""
+    warnings = run_static_checks(candidate("redteam11/honest_math_sqrt_scale.py"))
+    assert "torch_compute_ops" not in [w.code for w in warnings], warnings
+
+
+@pytest.mark.parametrize("how", sorted(SHADOWED_MATH))
+def test_a_name_math_that_may_be_a_tensor_or_torch_is_still_read_as_compute(how):
+    source = "import torch\n" + SHADOWED_MATH[how]
+    assert "torch_compute_ops" in [w.code for w in run_static_checks(source)], how
