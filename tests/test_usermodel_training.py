@@ -192,6 +192,35 @@ def test_a_kernel_whose_own_backward_is_wrong_gets_the_recompute_one(project):
     assert_same_gradients(block_gradients(block, x), block_gradients(helper.install(copy.deepcopy(block)), x))
 
 
+def test_an_own_backward_right_only_on_the_checks_inputs_is_not_used(project):
+    """The gradient check ran on the check's inputs only (drawn at a fixed seed): a backward right there and wrong
+    elsewhere was kept as the kernel's own. This one (the same C++ build) is right only on the first input its
+    backward sees, the check's; the gradients are now compared on new values and at twice the batch too, with a
+    loss of fresh weights, and its recompute backward is used instead."""
+    kernel = own_backward_kernel(project)
+    text = (project / kernel).read_text()
+    memorised = text.replace("GRAD_UP_BIAS = 1.0", "SEEN: list = []  # the first input its backward saw: the check's")
+    memorised = memorised.replace(
+        """        return dx, dup_w, dup_b * GRAD_UP_BIAS, ddown_w, ddown_b""",
+        """        x = ctx.saved_tensors[0]
+        SEEN[:] = SEEN or [x.detach().clone()]
+        seen = x.shape == SEEN[0].shape and torch.equal(x, SEEN[0])
+        return dx, dup_w, dup_b * (1.0 if seen else 2.0), ddown_w, ddown_b""",
+    )
+    assert "GRAD_UP_BIAS" not in memorised
+    (project / kernel).write_text(memorised)
+    applied = apply_kernel(kernel, check=True, options=CheckOptions("cpu", rounds=2, steps=1, compile=False))
+    assert applied.passed, applied.check["message"]
+    training = applied.check["training"]
+    assert training["backward"] == "recompute", training
+    assert (
+        "the gradient of parameter up.bias" in training["own_backward"]
+        and "(on new values)" in training["own_backward"]
+    )
+    assert training["fresh"] == ["new values", "batch size 4"]
+    assert "on the check's inputs; new values; batch size 4" in "\n".join(applied.lines())
+
+
 BF16_MODEL = '''import torch
 from tinylm.model import TinyLM
 
