@@ -108,10 +108,9 @@ def without_device(found: Verdict, cuda_called: bool) -> Verdict:
     finding = finding_of(found)
     if finding is None or not finding.yields_to_builds or found.status not in EXPLAINED_WITHOUT_DEVICE:
         return found
-    said = " ".join([found.message, *(str(v) for k, v in found.details.items() if k in ("traceback", "log"))])
     if cuda_called:
         why = "forward called its nvcc-built code, which cannot run here, and then"
-    elif NO_DEVICE_WORDS.search(said):
+    elif NO_DEVICE_WORDS.search(found.message):  # not the log or a traceback: torch's and our own names are there
         why = "forward failed as CUDA code without a device does:"
     else:
         return found
