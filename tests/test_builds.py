@@ -187,6 +187,7 @@ def test_same_declarations_link_the_earlier_binding_object_and_the_extension_sti
     second = relu_cpu.evaluate(changed_loop)
     # its loop is host code: it runs on the CPU, is checked there and is correct
     assert first.status is Status.CORRECT and second.status is Status.CORRECT, second.message
+    assert [w.code for w in second.warnings] == ["cuda_not_run"]
     (build,) = second.details["builds"]
     assert not build["cached"] and build["binding"] == "reused"
     directory = Path(build["directory"])

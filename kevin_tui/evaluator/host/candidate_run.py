@@ -222,6 +222,9 @@ class HostRun:
         verdict = settle(self._verdict(), self.build_verdict(), self.cache_changed())
         if not self.reference.device.startswith("cuda") and any(b.uses_cuda for b in self.builds):
             verdict = without_device(verdict, self.cuda_called)
+            if verdict.status is Status.CORRECT:
+                verdict.warnings.append(Warning_("cuda_not_run", "built with nvcc, but there is no CUDA device here: "
+                                                 "what was checked and timed is its forward on the CPU"))  # fmt: skip
         return self.finish(verdict)
 
     def _verdict(self) -> Verdict:
