@@ -165,3 +165,25 @@ def test_a_python_numbers_precision_is_measured_like_a_tensors(tmp_path):
     assert _judged(reference, channel, out, off, ("before", "after"), trial=0)
     precision = channel.events[-1]["precision"]
     assert precision["candidate"] > 0.4 and precision["candidate"] > 10 * precision["reference"]
+
+
+def test_a_python_number_more_exact_than_the_reference_passes_as_a_tensor_would(tmp_path):
+    """The float64 fallback (a kernel more exact than the float32 reference) judged tensors only: the exact sum of
+    (x + 1e4) - 1e4, which float32 rounds by ~1e-3 per value, failed as a number."""
+    problem = tmp_path / "rounded_sum.py"
+    problem.write_text(
+        ROUNDING_PROBLEM.replace("N = 64", "N = 1024").replace(
+            "return (x + 1e4) - 1e4", "return ((x + 1e4) - 1e4).sum().item()"
+        )
+    )
+    channel = Recorded()
+    reference = Reference(
+        {"problem_path": str(problem), "device": "cpu", "outbox": str(tmp_path), "init_seed": 1}, channel
+    )
+    reference.probe(8)
+    reference.trials({"eval": 0, "seed": 5, "fresh": 1, "duplicates": 0})
+    (x,) = tensorfile.read(Path(channel.events[-1]["paths"][0]))
+    out = tmp_path / "out.kt"
+    exact = float(x.double().sum())
+    assert _judged(reference, channel, out, exact, ("before", "after"), trial=0)
+    assert not _judged(reference, channel, out, exact + 3e-2, ("before", "after"), trial=0)

@@ -204,7 +204,8 @@ def compare_number(ref: float, got: float, atol: float | None, rtol: float | Non
         matches = (math.isnan(ref) and math.isnan(got)) or got == ref
     else:
         matches = abs(got - ref) <= atol + rtol * abs(ref)
-    return None if matches else {"reason": f"{where}{got!r}, expected {ref!r} (atol {atol:g}, rtol {rtol:g})"[:300]}
+    reason = f"{where}{got!r}, expected {ref!r}: outside tolerance (atol {atol:g}, rtol {rtol:g})"  # the fallback's
+    return None if matches else {"reason": reason[:300]}
 
 
 AGREEMENT_SHARE = 0.5  # two runs on identical inputs may differ by this share of the tolerance (atomics' rounding)
