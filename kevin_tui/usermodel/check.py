@@ -213,7 +213,7 @@ def check_training(
     weights = loss_weights(expected)
     _, expected_grads = gradients(model, args, weights)
     figures: dict[str, Any] = {"backward": "recompute", "compared": len(expected_grads)}
-    cases = [("", args, weights, expected_grads), *gradient_cases(model, fresh, figures)]
+    cases = [("", args, weights, expected_grads), *gradient_cases(model, after, args, fresh, figures)]
 
     def differ(candidate: nn.Module) -> tuple[str | None, float]:
         """Why `candidate`'s gradients are not the model's on some case (its label after the first's), and the
@@ -261,19 +261,33 @@ def check_training(
 
 
 def gradient_cases(
-    model: nn.Module, fresh: Sequence[tuple[str, list[Any]]], figures: dict[str, Any]
-) -> list[tuple[str, list[Any], list[torch.Tensor], dict[str, Any]]]:
-    """Each fresh input's label, inputs, loss weights (from a secret seed) and the model's own gradients; one the
-    model itself cannot run (another batch size it does not take) is listed in `figures["fresh_skipped"]`."""
+    model: nn.Module, after: nn.Module, args: list[Any], fresh: Sequence[tuple[str, list[Any]]],
+    figures: dict[str, Any],
+) -> list[tuple[str, list[Any], list[torch.Tensor], dict[str, Any]]]:  # fmt: skip
+    """Each fresh input's label, inputs, loss weights (from a secret seed) and the model's own gradients. One the
+    model cannot run, or at other shapes than the check's one the kernel refuses (it fails loudly there, never
+    silently), is listed in `figures["fresh_skipped"]`; at the check's shapes a kernel that raises fails."""
     cases = []
     for label, inputs in fresh:
         try:
             weights = loss_weights(run_forward(model, inputs), seed=secrets.randbits(63))
-            cases.append((label, inputs, weights, gradients(model, inputs, weights)[1]))
+            expected_grads = gradients(model, inputs, weights)[1]
         except Exception as exc:  # the model's own failure: that input is not one it takes
-            figures.setdefault("fresh_skipped", []).append(f"{label}: {where(exc)}")
+            figures.setdefault("fresh_skipped", []).append(f"{label}: the model does not take it: {where(exc)}")
+            continue
+        if _shapes(inputs) != _shapes(args):
+            try:
+                run_forward(after, inputs)
+            except UserModelError as exc:
+                figures.setdefault("fresh_skipped", []).append(f"{label}: the kernel does not take it: {exc}")
+                continue
+        cases.append((label, inputs, weights, expected_grads))
     figures["fresh"] = [label for label, *_ in cases]
     return cases
+
+
+def _shapes(args: list[Any]) -> list[Any]:
+    return [tuple(a.shape) if isinstance(a, torch.Tensor) else None for a in args]
 
 
 def speedup_interval(before: list[float], after: list[float], draws: int = 2000) -> list[float]:
