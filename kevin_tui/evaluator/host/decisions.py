@@ -103,13 +103,14 @@ EXPLAINED_WITHOUT_DEVICE = (Status.INCORRECT, Status.RUNTIME_ERROR, Status.TIMEO
 def without_device(found: Verdict, cuda_called: bool) -> Verdict:
     """A run with an nvcc build on a machine without a GPU, checked like any other: `compiled` ("built, not
     checkable without a GPU") only for a failure a missing GPU explains, one that names CUDA (a checked launch,
-    a device check) or comes after forward called its nvcc-built code (an unchecked launch leaves its output
-    unwritten); a forward that never called it computed its answer on the CPU and keeps its own status."""
+    a device check) or comes after the candidate called its nvcc-built code (at import, in __init__ or in forward:
+    an unchecked launch leaves its output unwritten); one that never called it computed its answer on the CPU
+    and keeps its own status."""
     finding = finding_of(found)
     if finding is None or not finding.yields_to_builds or found.status not in EXPLAINED_WITHOUT_DEVICE:
         return found
     if cuda_called:
-        why = "forward called its nvcc-built code, which cannot run here, and then"
+        why = "it called its nvcc-built code, which cannot run here, and then"
     elif NO_DEVICE_WORDS.search(found.message):  # not the log or a traceback: torch's and our own names are there
         why = "forward failed as CUDA code without a device does:"
     else:

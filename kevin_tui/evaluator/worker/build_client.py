@@ -42,9 +42,9 @@ def _functions(value: Any) -> list[str] | dict[str, str] | None:
 
 
 PROFILING = [False]  # set while a profile is taken: calls into built extensions are then named in it
-# Set once forward calls a function of an nvcc-built extension: on a machine without a GPU its kernels cannot run,
-# so a wrong answer after such a call is what an honest CUDA kernel's unchecked launch leaves (the host's
-# `compiled`), while one that never called it computed its answer on the CPU (`incorrect`).
+# Set once the candidate calls a function of an nvcc-built extension (at import, in __init__, in forward): on a
+# machine without a GPU its kernels cannot run, so a wrong answer after such a call is what an honest CUDA kernel's
+# unchecked launch leaves (the host's `compiled`), while one that never called it computed its answer on the CPU.
 CUDA_CALLED = [False]
 
 
