@@ -157,12 +157,13 @@ def test_a_python_numbers_precision_is_measured_like_a_tensors(tmp_path):
     the tolerance off the float64 sum uses far more of it than the float32 reference's own sum does."""
     reference, channel, x = _number_reference(tmp_path, "float_scalar.py")
     out = tmp_path / "out.kt"
-    assert _judged(reference, channel, out, float(x.sum()), ("before", "after"), trial=0)
+    measured = {"trial": 0, "precision": True}  # the trial the host measures (redteam10: named in secret)
+    assert _judged(reference, channel, out, float(x.sum()), ("before", "after"), **measured)
     honest = channel.events[-1]["precision"]
     assert honest is not None and honest["candidate"] < 0.1
     exact = float(x.double().sum())
     off = exact + 0.5 * (1e-4 + 1e-4 * abs(exact))
-    assert _judged(reference, channel, out, off, ("before", "after"), trial=0)
+    assert _judged(reference, channel, out, off, ("before", "after"), **measured)
     precision = channel.events[-1]["precision"]
     assert precision["candidate"] > 0.4 and precision["candidate"] > 10 * precision["reference"]
 

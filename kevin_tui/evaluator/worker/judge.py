@@ -68,6 +68,11 @@ def number_dtype(value: Any) -> torch.dtype:
     return value.dtype if isinstance(value, Number) else torch.get_default_dtype()
 
 
+def number_tensor(value: float) -> torch.Tensor:
+    """A Python float as a 0-d tensor of its dtype (a Number's; float64, its exact value, for a plain float)."""
+    return torch.tensor(value, dtype=value.dtype if isinstance(value, Number) else torch.float64)
+
+
 def widest_float(tensors: list[Any]) -> torch.dtype:
     """The dtype a Python number the reference computes from `tensors` (its inputs, parameters and buffers) is in:
     torch's type promotion computes an expression in the widest float dtype among its operands, so `.item()` of
@@ -219,7 +224,7 @@ def _flat(value: Any) -> list[torch.Tensor | None]:
     if isinstance(value, Leaf):
         return [value.tensor]
     if isinstance(value, float):
-        return [torch.tensor(value, dtype=value.dtype if isinstance(value, Number) else torch.float64)]
+        return [number_tensor(value)]
     if type(value) in (tuple, list):
         return [t for item in value for t in _flat(item)]
     return [None]
