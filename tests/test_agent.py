@@ -1,5 +1,6 @@
-"""One trajectory's Agent, in-process: each step records what it did; resampling adds candidates to a
-turn; a later choice replaces the turn's earlier one; stop mid-stream keeps what arrived."""
+"""One trajectory's Agent, in-process, its judge too (tests/fake_judge.py): each step records what it did;
+resampling adds candidates to a turn; a later choice replaces the turn's earlier one; stop mid-stream keeps
+what arrived."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 
 import pytest
 
-from kevin_tui.evaluator import EvalOptions, Evaluator
+from kevin_tui.evaluator import EvalOptions
 from kevin_tui.loop import Agent, Evaluating, LoopConfig
 from kevin_tui.models.scripted import ScriptedBackend
 from kevin_tui.protocol.prompt import PromptBuilder
@@ -16,12 +17,14 @@ from kevin_tui.protocol.templates import load_templates
 from kevin_tui.session import Header, SessionWriter, load_session
 from kevin_tui.session.events import EditEvent, ReplyEvent, RetryEvent
 from tests.conftest import candidate
+from tests.fake_judge import InProcessJudge
 
 
 @pytest.fixture(scope="module")
-def evaluator(relu_problem, build_cache):
-    with Evaluator(relu_problem, EvalOptions(device="cpu", timing=False, cache_dir=build_cache)) as ev:
-        yield ev
+def evaluator(relu_problem) -> InProcessJudge:
+    """The Agent's judge, in process: what it records is this file's point (the real evaluator is judged by
+    its own tests, and the loop's end-to-end run is test_loop's three turns)."""
+    return InProcessJudge(relu_problem, EvalOptions(device="cpu", timing=False))
 
 
 def make_agent(tmp_path, evaluator, replies, rate=0.0, events=None):

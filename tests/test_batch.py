@@ -152,10 +152,14 @@ def test_killed_mid_run_then_resumed_gives_the_protocols_verdicts_report_and_rl_
     assert "| correctness | 80.0% | 60.0% | 80.0% | 60.0% |" in table
 
 
-def test_requests_are_sent_concurrently_to_a_real_transformers_serve(tmp_path, tiny_model, served, build_cache):
-    result = batch(tmp_path, str(PLANS[0].path), "--out", "run", "--trajectories", "4", "--turns", "1",
-                   "--concurrency", "4", "--server", served, "--model", str(tiny_model), "--max-tokens", "120",
-                   "--sampling-seed", "1", *FAST_EVAL, cache=build_cache)  # fmt: skip
+def test_requests_are_sent_concurrently_to_a_real_transformers_serve(tmp_path, tiny_model, served, build_cache,
+                                                                     monkeypatch, capsys):  # fmt: skip
+    """What the server is sent and when; the replies are judged in process (the real local judge is the killed
+    run's above)."""
+    result = batch_here(tmp_path, str(PLANS[0].path), "--out", "run", "--trajectories", "4", "--turns", "1",
+                        "--concurrency", "4", "--server", served, "--model", str(tiny_model), "--max-tokens", "120",
+                        "--sampling-seed", "1", *FAST_EVAL, monkeypatch=monkeypatch, capsys=capsys,
+                        cache=build_cache)  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     sessions = [load_session(p) for p in sorted((tmp_path / "run" / "sessions").glob("*.jsonl"))]
     assert len(sessions) == 4

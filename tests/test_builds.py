@@ -28,7 +28,7 @@ needs_nvcc = pytest.mark.skipif(not NVCC_AVAILABLE, reason="needs the CUDA toolk
 @pytest.fixture(scope="module")
 def relu_cpu(relu_problem, build_cache):
     options = EvalOptions(device="cpu", timing=False, cache_dir=build_cache, build_timeout_s=600)
-    with Evaluator(relu_problem, options) as evaluator:
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
         yield evaluator
 
 
@@ -99,30 +99,39 @@ def test_a_build_failure_the_candidate_swallows_is_still_a_compile_error(relu_cp
 
 def test_the_header_for_flags_seen_before_is_found_without_a_worker(tmp_path, monkeypatch):
     """Which precompiled header some C++ flags need is the trusted step's answer, a worker start (~2 s of
-    each build, more under load): the host asks once per set of flags, and again once that header no
-    longer matches its record. (The step itself is stubbed: whether the store admits a real header
+    each build, more under load): the host asks once per set of flags, for every evaluator of the process
+    on that cache (each problem of a batch run), and again once that header no longer matches its record,
+    or for another worker environment. (The step itself is stubbed: whether the store admits a real header
     depends on what else the cache holds.)"""
     from kevin_tui.evaluator.host import builds
     from kevin_tui.evaluator.host.sandbox import Limits, choose
 
-    broker = builds.BuildBroker(tmp_path / "builds", choose("off"), {}, Limits(), tmp_path / "scratch")
-    asked: list[list[str]] = []
+    asked: list[tuple[str, list[str]]] = []
     recorded = {"ok": True}
 
-    def step(spec, deadline):
-        asked.append(spec["extra_cflags"])
-        return "0123456789abcdef0123"
+    def broker(env: dict[str, str]) -> builds.BuildBroker:
+        made = builds.BuildBroker(tmp_path / "builds", choose("off"), env, Limits(), tmp_path / "scratch")
 
-    monkeypatch.setattr(broker, "_make_precompiled_header", step)
+        def step(spec, deadline):
+            asked.append((env.get("CXX", ""), spec["extra_cflags"]))
+            return "0123456789abcdef0123"
+
+        monkeypatch.setattr(made, "_make_precompiled_header", step)
+        return made
+
     monkeypatch.setattr(builds, "usable_pch", lambda store, key, manifests: recorded["ok"])
     spec = {"kind": "inline", "no_implicit_headers": False, "extra_cflags": ["-O2"], "extra_include_paths": []}
-    first = broker.precompiled_header(spec, time.monotonic() + 60)
-    again = broker.precompiled_header(dict(spec), time.monotonic() + 60)
-    other = broker.precompiled_header({**spec, "extra_cflags": ["-O3"]}, time.monotonic() + 60)
-    assert first == again == other == "0123456789abcdef0123" and asked == [["-O2"], ["-O3"]]
+    one = broker({})
+    first = one.precompiled_header(spec, time.monotonic() + 60)
+    again = one.precompiled_header(dict(spec), time.monotonic() + 60)
+    other = one.precompiled_header({**spec, "extra_cflags": ["-O3"]}, time.monotonic() + 60)
+    later = broker({}).precompiled_header(dict(spec), time.monotonic() + 60)  # the next evaluator of the process
+    assert first == again == other == later == "0123456789abcdef0123" and asked == [("", ["-O2"]), ("", ["-O3"])]
+    broker({"CXX": "clang++"}).precompiled_header(dict(spec), time.monotonic() + 60)
+    assert asked[-1] == ("clang++", ["-O2"])  # another compiler: asked again
     recorded["ok"] = False  # the header changed or was evicted: ask the trusted step again
-    broker.precompiled_header(dict(spec), time.monotonic() + 60)
-    assert asked == [["-O2"], ["-O3"], ["-O2"]]
+    one.precompiled_header(dict(spec), time.monotonic() + 60)
+    assert asked == [("", ["-O2"]), ("", ["-O3"]), ("clang++", ["-O2"]), ("", ["-O2"])]
 
 
 def test_a_flag_that_runs_programs_is_refused_as_a_compile_error(relu_cpu):
@@ -162,6 +171,27 @@ def test_without_a_gpu_a_cuda_build_is_checked_and_compiled_only_where_a_missing
 
 @needs_nvcc
 @pytest.mark.nvcc
+def test_a_cuda_build_on_a_cpu_evaluation_without_nvcc_is_that_candidates_compile_error(
+    relu_problem, build_cache, tmp_path, monkeypatch
+):
+    """Without the CUDA toolkit, a candidate asking for an nvcc build on a CPU evaluation is its own
+    `compile_error`, saying why and what to do; it stopped the whole evaluation before (exit 4 "cannot evaluate
+    here"), so one candidate's choice of CUDA ended every problem of a CPU batch run. A C++ candidate in the
+    same evaluator is still judged."""
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "no-cuda-toolkit"))
+    options = EvalOptions(device="cpu", timing=False, cache_dir=build_cache, build_timeout_s=600)
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
+        unbuilt = f"// never built before: {os.urandom(8).hex()}\n"  # so the builder runs (a cached library loads)
+        cuda = evaluator.evaluate(
+            candidate("relu_cuda.py").replace('relu_cuda_source = """', 'relu_cuda_source = """' + unbuilt)
+        )
+        cpp = evaluator.evaluate(candidate("relu_cpp.py"))
+    assert cuda.status is Status.COMPILE_ERROR, cuda.message
+    assert cuda.details["finding"] == "cannot_build_here"
+    assert "cannot build CUDA" in cuda.message and "nvcc not found" in cuda.message and "C++" in cuda.message
+    assert cpp.status is Status.CORRECT, cpp.message
+
+
 def test_cuda_compile_error_carries_nvcc_message_and_candidate_line(relu_cpu):
     verdict = relu_cpu.evaluate(candidate("relu_cuda_broken.py"))
     assert verdict.status is Status.COMPILE_ERROR, verdict.message

@@ -1,4 +1,5 @@
-"""`kevin-tui eval` as a user runs it: a real subprocess, exit codes, JSON and the text report."""
+"""`kevin-tui eval` as a user runs it: a real subprocess, exit codes, JSON and the text report (accept and
+undo by name: test_kernelbench's eval by name)."""
 
 from __future__ import annotations
 
@@ -67,27 +68,6 @@ def test_help_lists_the_options():
     result = subprocess.run([sys.executable, "-m", "kevin_tui", "eval", "--help"], capture_output=True, text=True)
     for option in ("--device", "--timeout", "--trials", "--json", "--strict", "exit codes"):
         assert option in result.stdout
-
-
-def test_accept_commits_a_correct_candidate_and_undo_takes_it_back(tmp_path, build_cache, monkeypatch):
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    repo = tmp_path / "proj"
-    repo.mkdir()
-    problem = repo / "relu.py"
-    problem.write_text(RELU.read_text())
-    result = kevin(str(problem), str(CANDIDATES / "relu_torch.py"), "--device", "cpu", "--json", "--no-timing",
-                   "--accept", "--git-init", cache=build_cache)  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    accepted = json.loads(result.stdout)["accepted"]
-    assert accepted["commit"] and (repo / "relu_kernel.py").exists()
-    log = subprocess.run(["git", "log", "--format=%s"], cwd=repo, capture_output=True, text=True).stdout
-    assert log.startswith("feat(relu): Kevin kernel, speed not measured")  # --no-timing: no claim of speed
-    undo = subprocess.run([sys.executable, "-m", "kevin_tui", "undo", str(repo)], capture_output=True, text=True)
-    assert undo.returncode == 0 and "removed relu_kernel.py" in undo.stdout
-    assert not (repo / "relu_kernel.py").exists()
-    again = subprocess.run([sys.executable, "-m", "kevin_tui", "undo", str(repo)], capture_output=True, text=True)
-    assert again.returncode == 1 and "nothing to undo" in again.stderr
 
 
 def test_an_incorrect_candidate_is_never_accepted(tmp_path, build_cache):

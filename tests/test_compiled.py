@@ -18,7 +18,7 @@ from tests.conftest import candidate
 @pytest.fixture(scope="module")
 def compiled(relu_problem, build_cache) -> Iterator[Evaluator]:
     options = EvalOptions(device="cpu", timing=False, shapes="off", compiled=True, trials=2, cache_dir=build_cache)
-    with Evaluator(relu_problem, options) as evaluator:
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
         yield evaluator
 
 

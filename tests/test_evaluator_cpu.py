@@ -83,7 +83,7 @@ def test_credentials_are_not_visible_to_generated_code(relu, monkeypatch):
     # The evaluator filtered its environment when created; a fresh one sees the secret in ours.
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-must-not-leak")
     monkeypatch.setenv("HF_TOKEN", "hf-test-must-not-leak")
-    with Evaluator(relu.problem, relu.options) as evaluator:
+    with Evaluator(relu.problem, relu.options, prespawn=False) as evaluator:
         verdict = check(evaluator, "leaked_env.py")
     assert verdict.status is Status.CORRECT, verdict.message
 
@@ -151,7 +151,8 @@ def test_unusable_problems_raise_problem_error(name, evidence, build_cache):
 
 
 def test_a_dead_reference_worker_is_reported_and_restarted(relu_problem, build_cache):
-    with Evaluator(relu_problem, EvalOptions(device="cpu", timing=False, cache_dir=build_cache)) as evaluator:
+    options = EvalOptions(device="cpu", timing=False, cache_dir=build_cache)
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
         assert check(evaluator, "relu_torch.py").status is Status.CORRECT
         evaluator.reference.process.kill()  # e.g. the OOM killer
         lost = check(evaluator, "relu_torch.py")

@@ -131,7 +131,7 @@ def test_a_time_below_the_bound_is_impossible_and_gpus_are_known():
 @pytest.fixture(scope="module")
 def relu_timed(relu_problem, build_cache):
     options = EvalOptions(device="cpu", timing_trials=20, profile=True, cache_dir=build_cache)
-    with Evaluator(relu_problem, options) as evaluator:
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
         yield evaluator
 
 

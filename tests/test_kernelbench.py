@@ -80,20 +80,31 @@ def test_a_kernel_for_a_shipped_problem_is_written_where_you_are(tmp_path, monke
     assert kernel_path_for(mine) == tmp_path / "sub" / "relu_kernel.py"
 
 
-def test_eval_by_name_judges_and_accepts_into_the_current_repository(tmp_path, build_cache, monkeypatch):
+def test_eval_by_name_judges_accepts_into_the_current_repository_and_undo_takes_it_back(tmp_path, build_cache,
+                                                                                        monkeypatch):  # fmt: skip
+    """`kevin-tui eval --accept` as a user runs it (the CLI's real accept and undo; one evaluation serves both)."""
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     shipped = sorted(kernelbench.SHIPPED.rglob("*"))
-    result = subprocess.run(
-        [sys.executable, "-m", "kevin_tui", "eval", "kernelbench:level1/19", str(CANDIDATES / "relu_torch.py"),
-         "--device", "cpu", "--no-timing", "--json", "--accept", "--git-init", "--cache-dir", str(build_cache)],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )  # fmt: skip
+
+    def kevin(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "kevin_tui", *args], capture_output=True, text=True, timeout=300,
+                              cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+
+    result = kevin("eval", "kernelbench:level1/19", str(CANDIDATES / "relu_torch.py"), "--device", "cpu", "--no-timing",
+                   "--json", "--accept", "--git-init", "--cache-dir", str(build_cache))  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["status"] == "correct"
+    verdict = json.loads(result.stdout)
+    assert verdict["status"] == "correct" and verdict["accepted"]["commit"]
     assert (tmp_path / "19_ReLU_kernel.py").exists()
     assert sorted(kernelbench.SHIPPED.rglob("*")) == shipped  # nothing written into the package
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert log.startswith("feat(19_ReLU): Kevin kernel, speed not measured"), log  # --no-timing: no claim of speed
+    undo = kevin("undo", str(tmp_path))
+    assert undo.returncode == 0 and "removed 19_ReLU_kernel.py" in undo.stdout, undo.stdout + undo.stderr
+    assert not (tmp_path / "19_ReLU_kernel.py").exists()
+    again = kevin("undo", str(tmp_path))
+    assert again.returncode == 1 and "nothing to undo" in again.stderr
 
 
 OUTSIDE = ("../" + "shared", "/work/" + "shared")  # spelt apart, so this file does not name them

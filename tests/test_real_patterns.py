@@ -22,7 +22,7 @@ PATTERNS = CANDIDATES / "realpattern"
 @pytest.fixture(scope="module")
 def relu_cpu(relu_problem, build_cache):
     options = EvalOptions(device="cpu", timing=False, cache_dir=build_cache, build_timeout_s=600)
-    with Evaluator(relu_problem, options) as evaluator:
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
         yield evaluator
 
 

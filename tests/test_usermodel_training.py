@@ -177,9 +177,10 @@ def test_a_kernel_with_its_own_backward_is_used_once_its_gradients_match(project
 
 
 def test_a_kernel_whose_own_backward_is_wrong_gets_the_recompute_one(project):
-    applied = apply_kernel(
-        own_backward_kernel(project, 2.0), check=True, options=CheckOptions("cpu", rounds=2, steps=1)
-    )
+    """No torch.compile check here: the recompute backward under compile is the forward-only kernel's, proven
+    by test_apply_check_proves_training_and_compilation_of_the_model."""
+    options = CheckOptions("cpu", rounds=2, steps=1, compile=False)
+    applied = apply_kernel(own_backward_kernel(project, 2.0), check=True, options=options)
     assert applied.passed, applied.check["message"]
     training = applied.check["training"]
     assert training["backward"] == "recompute" and "the gradient of parameter up.bias" in training["own_backward"]

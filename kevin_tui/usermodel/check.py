@@ -34,6 +34,7 @@ from kevin_tui.evaluator.worker.judge import tolerance_for
 from kevin_tui.usermodel.loader import UserModelError, run_forward, where
 from kevin_tui.usermodel.profiling import synchronize
 from kevin_tui.usermodel.training_check import (
+    UNCOMPARABLE,
     compare_gradients,
     compiled,
     gradients,
@@ -72,26 +73,35 @@ def install(helper: Any, model: nn.Module, backward: str = "recompute") -> tuple
 def compare(
     expected: Any, got: Any, rtol: float | None, atol: float | None, at: str = "output"
 ) -> tuple[str | None, float]:
-    """Why the outputs differ (None when they match within tolerance), and the largest absolute difference."""
+    """Why the outputs differ (None when they match within tolerance), and the largest absolute difference:
+    `UNCOMPARABLE` (infinite) where no distance says how far apart they are (another structure, dtype or shape,
+    other integers, NaN where the other is a number), so no bar on the difference can pass them."""
     if isinstance(expected, torch.Tensor):
         if not isinstance(got, torch.Tensor) or got.shape != expected.shape or got.dtype != expected.dtype:
-            return f"{at} is {_kind(got)} where the model gave {_kind(expected)}", 0.0
+            return f"{at} is {_kind(got)} where the model gave {_kind(expected)}", UNCOMPARABLE
         if not expected.is_floating_point():
-            return (None if torch.equal(expected, got) else f"{at}: integer values differ"), 0.0
+            return (None, 0.0) if torch.equal(expected, got) else (f"{at}: integer values differ", UNCOMPARABLE)
         default_atol, used_rtol = tolerance_for(expected.dtype, atol, rtol)
         reference, value = expected.double(), got.double()
         largest = reference.nan_to_num(0, 0, 0).abs().max().item() if expected.numel() else 0.0
         used_atol = default_atol if atol is not None else min(default_atol, used_rtol * largest)
         diff = (value - reference).abs()
+        nan_apart = value.isnan() != reference.isnan()
         worst = diff.nan_to_num(0).max().item() if diff.numel() else 0.0
-        bad = (diff > used_atol + used_rtol * reference.abs()) | (value.isnan() != reference.isnan())
+        if bool(nan_apart.any()):
+            worst = UNCOMPARABLE
+        bad = (diff > used_atol + used_rtol * reference.abs()) | nan_apart
         if bad.any():
             return (f"{at}: {int(bad.sum())} of {bad.numel()} values outside tolerance (largest difference "
                     f"{worst:.3g}, atol {used_atol:.3g}, rtol {used_rtol:g})"), worst  # fmt: skip
         return None, worst
     if isinstance(expected, list | tuple | dict):
-        if type(got) is not type(expected) or len(got) != len(expected):
-            return f"{at} is {_kind(got)} where the model gave {_kind(expected)}", 0.0
+        if (
+            type(got) is not type(expected)
+            or len(got) != len(expected)
+            or (isinstance(expected, dict) and isinstance(got, dict) and got.keys() != expected.keys())
+        ):
+            return f"{at} is {_kind(got)} where the model gave {_kind(expected)}", UNCOMPARABLE
         keys = list(expected) if isinstance(expected, dict) else range(len(expected))
         worst = 0.0
         for key in keys:
@@ -100,7 +110,7 @@ def compare(
                 return why, difference
             worst = max(worst, difference)
         return None, worst
-    return (None if expected == got else f"{at} is {got!r} where the model gave {expected!r}"), 0.0
+    return (None, 0.0) if expected == got else (f"{at} is {got!r} where the model gave {expected!r}", UNCOMPARABLE)
 
 
 def compare_norm(expected: Any, got: Any, rtol: float | None, atol: float | None, at: str) -> tuple[str | None, float]:

@@ -11,6 +11,7 @@ model's output and gradients; and the bytes autograd saves for the backward.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,9 @@ from kevin_tui.evaluator.worker.common import graph_breaks
 from kevin_tui.usermodel.loader import UserModelError, where
 
 Compare = Callable[[Any, Any, str], tuple[str | None, float]]
+# The difference of two outputs (or gradients) that no distance compares: another structure, dtype or shape, a
+# gradient missing, NaN where the other is a number. Infinite, so no bar on a difference lets them through.
+UNCOMPARABLE = math.inf
 OPTIMIZERS: dict[str, Callable[[Any], torch.optim.Optimizer]] = {
     "SGD": lambda parameters: torch.optim.SGD(parameters, lr=0.01, momentum=0.9),
     "AdamW": lambda parameters: torch.optim.AdamW(parameters, lr=1e-3),
@@ -82,10 +86,10 @@ def _is_float(value: Any) -> bool:
 def compare_gradients(expected: dict[str, Any], got: dict[str, Any], compare: Compare) -> tuple[str | None, float]:
     """Why the gradients differ (a missing one first: the kernel cut the graph), and the largest difference."""
     if expected.keys() != got.keys():
-        return f"the gradients are of {sorted(got)}, the model's of {sorted(expected)}", 0.0
+        return f"the gradients are of {sorted(got)}, the model's of {sorted(expected)}", UNCOMPARABLE
     missing = [name for name in expected if got[name] is None and expected[name] is not None]
     if missing:
-        return f"no gradient reaches {', '.join(missing)} (the kernel cuts the graph)", 0.0
+        return f"no gradient reaches {', '.join(missing)} (the kernel cuts the graph)", UNCOMPARABLE
     worst = 0.0
     for name, value in expected.items():
         if value is None:
@@ -140,7 +144,9 @@ def compiled(
     """torch.compile of the model with the kernel: graph breaks, output and gradients against the
     eager model without it; why it fails (None when it matches). Where they differ, the model
     without the kernel is compiled too: a difference torch.compile makes by itself (inductor computes
-    bf16 in float32) is the bar, not the kernel's."""
+    bf16 in float32) is the bar, not the kernel's. The output and the gradients are both compared, and
+    only a difference in values can be within that bar: a gradient missing under compile, another dtype
+    or shape, NaN where eager has a number never is (they passed as a difference of 0 before)."""
     try:
         explanation, output, grads = compile_and_run(after, args, weights)
     except Exception as exc:
@@ -150,17 +156,17 @@ def compiled(
         "graphs": explanation.graph_count,
         "break_reasons": [str(r.reason) for r in explanation.break_reasons][:3],
     }
-    why, figures["max_abs_diff"] = compare(expected, output, "the compiled output")
-    if why is None:
-        why, figures["max_grad_diff"] = compare_gradients(expected_grads, grads, compare)
+    why_output, figures["max_abs_diff"] = compare(expected, output, "the compiled output")
+    why_grads, figures["max_grad_diff"] = compare_gradients(expected_grads, grads, compare)
+    why = why_output or why_grads
     if why is None:
         return figures, None
     _, plain_output, plain_grads = compile_and_run(before, args, weights)
     _, itself = compare(expected, plain_output, "")
     _, itself_grads = compare_gradients(expected_grads, plain_grads, compare)
     figures["compile_itself"] = max(itself, itself_grads)
-    worst = max(figures["max_abs_diff"], figures.get("max_grad_diff", 0.0))
-    if worst <= 2 * figures["compile_itself"]:
+    worst = max(figures["max_abs_diff"], figures["max_grad_diff"])
+    if math.isfinite(worst) and worst <= 2 * figures["compile_itself"]:
         return figures, None
     return figures, f"compiled: {why} (torch.compile without the kernel differs by {figures['compile_itself']:.3g})"
 

@@ -78,6 +78,10 @@ MAX_NAME = 100
 # its builder may write: a candidate's `.fill` in a data section makes a library of any size, kept for good.
 MAX_BUILD_BYTES = 512 << 20
 SETTLE_S = 1.0  # for a library another kevin-tui moved into the shared cache to be recorded (it records at once)
+# The trusted step's answers (which header some flags need), for every broker of this process on the same store,
+# worker environment and sandbox: the answer depends on nothing else, and asking again is a worker start (~2 s)
+# for each new evaluator (each problem of a batch run, each re-open). Still checked against the store's record.
+PCH_KEYS: dict[tuple[str, str, str, str], str] = {}
 
 
 class FlagRefused(Exception):
@@ -273,7 +277,6 @@ class BuildBroker:
         for directory in (self.pch_store, self.staging):
             directory.mkdir(parents=True, exist_ok=True)
         self.manifests = Manifests(self.root.parent / "manifests")
-        self.pch_keys: dict[str, str] = {}  # C++ flags and include paths -> the key the trusted step gave them
         self.bindings = BindingObjects(self.root, self.manifests)
         sweep_staging(self.staging)
 
@@ -346,12 +349,13 @@ class BuildBroker:
         answer for flags seen before is remembered while its header still matches the host's record."""
         if spec["no_implicit_headers"] and spec["kind"] != "files":
             return ""
-        asked = json.dumps([spec["extra_cflags"], spec["extra_include_paths"]])
-        if (known := self.pch_keys.get(asked)) and usable_pch(self.pch_store, known, self.manifests):
+        flags = json.dumps([spec["extra_cflags"], spec["extra_include_paths"]])
+        asked = (str(self.pch_store), json.dumps(self.env, sort_keys=True), self.sandbox.kind, flags)
+        if (known := PCH_KEYS.get(asked)) and usable_pch(self.pch_store, known, self.manifests):
             return known  # the same flags as a build before: no trusted step (a worker start) to ask again
         key = self._make_precompiled_header(spec, deadline)
         if key:
-            self.pch_keys[asked] = key
+            PCH_KEYS[asked] = key
         return key
 
     def _make_precompiled_header(self, spec: dict[str, Any], deadline: float) -> str:

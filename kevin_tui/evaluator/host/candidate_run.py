@@ -51,7 +51,7 @@ from kevin_tui.evaluator.host.workers import (
     spares_paused,
 )
 from kevin_tui.evaluator.protocol import OUTPUT_FILE_SLACK, ProtocolViolation
-from kevin_tui.evaluator.verdict import Check, Status, Timing, Verdict, Warning_
+from kevin_tui.evaluator.verdict import Check, EnvironmentProblem, Status, Timing, Verdict, Warning_
 from kevin_tui.ranking import speed_class
 
 NEAR_DUPLICATES = 2
@@ -422,6 +422,13 @@ class HostRun:
             limit = self.options.build_timeout_s
             message = f"no result within {limit:.0f} s in the build phase; the builder's process group was killed"
             raise Decided(decide(Finding.BUILD_TIMED_OUT, message)) from None
+        except EnvironmentProblem as exc:
+            if self.reference.device.startswith("cuda"):
+                raise  # a GPU evaluation on a machine that cannot build CUDA: the machine's, for every candidate
+            # on the CPU, CUDA is the candidate's choice: its verdict, not a stop of the whole run (a batch ended)
+            message = (f"this machine cannot build CUDA ({exc}), and the evaluation is on the CPU: write the kernel "
+                       "in C++ for the CPU, or evaluate on a machine with the CUDA toolkit")  # fmt: skip
+            raise Decided(decide(Finding.CANNOT_BUILD_HERE, message)) from None
         built = [*request["cpp_sources"], *request["cuda_sources"], *(text for _, text in request["sources"])]
         record.torch_calls = cpp_torch_compute("\n".join(built))  # the text built, however it was made
         if record.ok:  # and the kernels the library calls, however the text spelt them
@@ -442,12 +449,17 @@ class HostRun:
              "duplicates": NEAR_DUPLICATES if self.options.near_duplicates else 0},
             "trials_ready",
         )["paths"]  # fmt: skip
+        # the trial whose precision is measured against float64, drawn in secret: the candidate sees every trial's
+        # index, and one known trial measured (the first) let a kernel exact there be narrow on all the others,
+        # which under --no-timing (no secret timed call) nothing else measured
+        measured = secrets.randbelow(len(paths)) if paths else -1
         for index, path in enumerate(paths):
             given = self.give_input(path, f"in-{index}.kt")
             self.worker.send({"cmd": "trial", "index": index, "inputs": str(given)})
             done = self.trial_done(index)
             taken = self.take_output(done["path"], f"out-{index}.kt", f"eval-{self.evaluation}-out-{index}.kt")
-            self.judge({"cmd": "judge", "eval": self.evaluation, "trial": index, "path": str(taken)}, trial=index)
+            self.judge({"cmd": "judge", "eval": self.evaluation, "trial": index, "path": str(taken),
+                        "precision": index == measured}, trial=index)  # fmt: skip
         self.changed_in_place()
         self.checks.append(Check("inputs unchanged", True, "the reference changes them too"
                                  if self.reference.ready()["mutates_inputs"] else ""))  # fmt: skip
@@ -482,7 +494,7 @@ class HostRun:
         self.checks += [Check(**c) for c in judged["checks"]]
         if (precision := judged.get("precision")) and (
             self.precision is None or precision["candidate"] > self.precision["candidate"]
-        ):  # the least precise of what was measured (the first trial, one timed call)
+        ):  # the least precise of what was measured (one secret trial, one secret timed call)
             self.precision = precision
         if not judged["passed"]:
             mismatch = judged["mismatch"]

@@ -45,6 +45,7 @@ class Finding(enum.Enum):
     PROTOCOL_VIOLATION = ("protocol_violation", Status.REJECTED, False)
     REFERENCE_LOST = ("reference_lost", Status.RUNTIME_ERROR, False)
     BUILD_FAILED = ("build_failed", Status.COMPILE_ERROR, False)
+    CANNOT_BUILD_HERE = ("cannot_build_here", Status.COMPILE_ERROR, False)  # CUDA asked for on a CPU evaluation
     BUILT_WITHOUT_DEVICE = ("built_without_device", Status.COMPILED, False)
     CACHE_CHANGED = ("cache_changed", Status.REJECTED, False)
     WRONG_OUTPUT = ("wrong_output", Status.INCORRECT, True)

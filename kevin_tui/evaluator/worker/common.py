@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import random
 import sys
 import time
 import traceback
@@ -40,17 +41,26 @@ def import_file(path: str | Path, name: str) -> ModuleType:
     return module
 
 
-def seeded(seed: int, fn: Callable[[], Any]) -> Any:
+def seeded(seed: int, fn: Callable[[], Any], every: bool = True) -> Any:
     """`fn()` with the generators it draws from seeded: the CPU's, and CUDA's, which a worker on a GPU has
-    initialised first (`resolve_device`, `run_candidate`). Not `torch.manual_seed`: before CUDA is initialised
-    it queues a lazy seed for each device type with a stack trace each (0.1-0.3 ms a call), work in every
-    timed call's drawing that the candidate's copy of the loop can skip and spend on work the host then
-    credits as the reference's loop overhead (tests/candidates/redteam8/lean_seeding_hides_the_kernel.py)."""
+    initialised first (`resolve_device`, `run_candidate`); with `every`, Python's `random` and numpy's global
+    generator too, which a hand-written problem may draw from: two workers must draw the same inputs and build
+    the same weights from one seed (a problem drawing with numpy got other inputs in each worker, and an honest
+    kernel failed its first timing round: tests/candidates/redteam10/honest_relu_numpy_inputs.py). Timed calls
+    seed those only for a problem that needs it (`TimedInputs`): ~25 us a call is loop work the candidate's copy
+    could skip. Not `torch.manual_seed`: before CUDA is initialised it queues a lazy seed for each device type with
+    a stack trace each (0.1-0.3 ms a call), work in every timed call's drawing that the candidate's copy of the
+    loop can skip and spend on work the host then credits as the reference's loop overhead
+    (tests/candidates/redteam8/lean_seeding_hides_the_kernel.py)."""
     import torch
 
     torch.default_generator.manual_seed(seed)
     if torch.cuda.is_initialized():
         torch.cuda.manual_seed_all(seed)
+    if every:
+        random.seed(seed)
+        if (numpy := sys.modules.get("numpy")) is not None:
+            numpy.random.seed(seed % (1 << 32))
     return fn()
 
 

@@ -13,7 +13,7 @@ sends only when the round starts.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kevin_tui.evaluator.worker.common import seeded
@@ -103,8 +103,9 @@ def near_duplicate(base: list[Any], fresh: list[Any], seed: int) -> list[Any] | 
     return out
 
 
-def sample(get_inputs: Callable[[], Any], seed: int) -> list[Any]:
-    inputs = seeded(seed, get_inputs)
+def sample(get_inputs: Callable[[], Any], seed: int, every: bool = True) -> list[Any]:
+    """One draw of the problem's inputs from `seed` (`every`: as `common.seeded`)."""
+    inputs = seeded(seed, get_inputs, every)
     if not isinstance(inputs, list | tuple):
         raise TypeError(f"get_inputs() returned a {type(inputs).__name__}, not a list")
     return list(inputs)
@@ -121,22 +122,34 @@ def trial_inputs(get_inputs: Callable[[], Any], seed: int, fresh: int, duplicate
     return trials
 
 
+def _other_generators() -> tuple[Any, ...]:
+    """The state of the generators besides torch's that a problem may draw from: Python's and numpy's global."""
+    import random
+    import sys
+
+    numpy = sys.modules.get("numpy")
+    if numpy is None:
+        return (random.getstate(),)
+    kind, key, position, has_gauss, gauss = numpy.random.get_state()
+    return random.getstate(), kind, key.tobytes(), position, has_gauss, gauss
+
+
 def call_seed(seed: int, call: int) -> int:
     """The seed of one timed call's sample, from its round's seed."""
     return (seed + call * 7919) % (1 << 62)
 
 
-def draw_on(get_inputs: Callable[[], Any], seed: int, device: str) -> list[Any]:
+def draw_on(get_inputs: Callable[[], Any], seed: int, device: str, every: bool = True) -> list[Any]:
     """One sample made on `device`: on CUDA the problem's factories run there (`torch.randn` on the GPU, no
     copy), and whatever it still makes on the CPU is moved. Unverified on CUDA in this repository's CI."""
     if device == "cpu":
-        return sample(get_inputs, seed)
+        return sample(get_inputs, seed, every)
     import torch
 
     from kevin_tui.evaluator.worker.common import to_device
 
     with torch.device(device):
-        return to_device(sample(get_inputs, seed), device)
+        return to_device(sample(get_inputs, seed, every), device)
 
 
 @dataclass
@@ -154,6 +167,16 @@ class TimedInputs:
 
     get_inputs: Callable[[], Any]
     device: str
+    every_generator: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        """Whether each call must seed Python's and numpy's generators too: only where a draw moves their state
+        (the problem draws from them), since the seeding is ~25 us of loop work a call. Decided the same way in
+        both workers, before the first round, from one draw; a candidate's worker that decides otherwise draws
+        other inputs and fails the judge."""
+        before = _other_generators()
+        draw_on(self.get_inputs, 0, self.device, every=False)
+        self.every_generator = _other_generators() != before
 
     def args(self, seed: int, call: int) -> list[Any]:
-        return draw_on(self.get_inputs, call_seed(seed, call), self.device)
+        return draw_on(self.get_inputs, call_seed(seed, call), self.device, self.every_generator)

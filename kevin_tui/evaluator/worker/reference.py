@@ -104,6 +104,18 @@ def _bounded(value: Any) -> Any:
     return value[:MAX_MESSAGE] if isinstance(value, str) else value
 
 
+def _drawn_alike(a: Any, b: Any) -> bool:
+    """Two draws of a problem's inputs are the same, value for value (NaN where the other has NaN)."""
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and common.same_values(a, b)
+    if type(a) in (list, tuple):
+        return type(b) is type(a) and len(a) == len(b) and all(map(_drawn_alike, a, b))
+    try:
+        return bool(a == b) or (a != a and b != b)  # a float NaN is alike
+    except Exception:  # a value that cannot be compared so (a dict of tensors): not called unlike
+        return True
+
+
 def _supported(value: Any) -> bool:
     if type(value) is torch.Tensor or type(value) in (int, float, bool, str) or value is None:
         return True
@@ -138,7 +150,7 @@ class Reference:
         self.trial_args: list[list[Any]] = []  # every trial's inputs (a float64 run of one on a close miss)
         self.sized_args: dict[int, tuple[list[Any], dict[str, int]]] = {}  # another size's inputs and sizes, by output
         self.changed_inputs: tuple[list[Any], dict[str, Any]] = ([], {})  # the in-place trial's inputs, parameters
-        self.precise: Any = None  # the first trial's output computed in float64 (None where it cannot be)
+        self.precise_trials: dict[int, Any] = {}  # trial outputs computed in float64 when first asked (None: cannot be)
         self.timers: dict[str, Timer] = {}
         self.served: dict[int, Any] = {}
         self.round_seeds: dict[str, int] = {}  # each side's last round's seed: a judged call's inputs, drawn again
@@ -165,7 +177,18 @@ class Reference:
     def probe(self, seed: int) -> dict[str, Any]:
         """Run one sample: does the problem work, mutate its inputs, alias them, return something we can compare?"""
         try:
-            args = common.to_device(sample(self.module.get_inputs, seed), self.device)
+            drawn = sample(self.module.get_inputs, seed)
+            again = sample(self.module.get_inputs, seed)
+        except Exception as exc:
+            raise ProblemBroken(f"{self.path}: get_inputs() raised {type(exc).__name__}: {exc}") from exc
+        if not _drawn_alike(drawn, again):
+            raise ProblemBroken(
+                f"{self.path}: get_inputs() drew other inputs from the same seed (it draws from something no seed "
+                "fixes: the clock, os.urandom, a generator of its own); both workers must draw the same inputs, "
+                "so every candidate would fail. Draw with torch's, numpy's or Python's random functions"
+            )
+        try:
+            args = common.to_device(drawn, self.device)
             original = common.clone(args)
             self.numbers = widest_float([*leaves(args), *model_tensors(self.model)])
             out = self.forward(args)
@@ -207,9 +230,8 @@ class Reference:
             with no_modes():
                 outputs.append(snapshot(self.forward(common.to_device(args, self.device))))
         self.outputs = {evaluation: outputs}
-        self.trial_args, self.sized_args = inputs, {}
+        self.trial_args, self.sized_args, self.precise_trials = inputs, {}, {}
         self.first_args = inputs[0]
-        self.precise = self.in_float64(inputs[0])
         self.channel.emit("trials_ready", paths=paths)
 
     def in_float64(self, args: list[Any], parameters: dict[str, Any] | None = None) -> Any:
@@ -292,14 +314,18 @@ class Reference:
         (also judged again under --compiled) or another size's, at that size; None for any other. Every judge of
         an output needs it: an honest kernel more exact than the reference passes the trials by it, and failed
         at other sizes and under torch.compile without it."""
-        if index == 0:
-            return lambda: self.precise
         if index < len(self.trial_args):
-            return partial(self.in_float64, self.trial_args[index])
+            return partial(self.precise_trial, index)
         if index in self.sized_args:
             args, values = self.sized_args[index]
             return partial(self.sized, values, partial(self.in_float64, args))
         return None
+
+    def precise_trial(self, index: int) -> Any:
+        """Trial `index`'s output in float64, computed once (the fallback and the precision measurement share it)."""
+        if index not in self.precise_trials:
+            self.precise_trials[index] = self.in_float64(self.trial_args[index])
+        return self.precise_trials[index]
 
     def sized(self, values: dict[str, int], fn: Callable[[], Any]) -> Any:
         """`fn()` with the problem's module-level sizes set to `values` (a size only get_inputs reads), then
@@ -315,8 +341,9 @@ class Reference:
 
     def judge(
         self, command: dict[str, Any], ref: Any, label: str, previous: Any = None, runs: tuple[str, ...] = TRIAL_RUNS,
-        first: bool = False, precise: Callable[[], Any] | None = None,
+        measure: bool = False, precise: Callable[[], Any] | None = None,
     ) -> None:  # fmt: skip
+        """`measure`: this output's precision is measured against float64 too (the trial the host named in secret)."""
         ref = typed_numbers(ref, self.numbers)
         try:
             outputs, given_aliases = read_record(Path(command["path"]), runs, max_bytes=record_bytes(len(runs), ref))
@@ -331,14 +358,14 @@ class Reference:
             verdict.passed = False
             verdict.message = f"{label}: {given_aliases[0]}, which the reference's output never does"
             verdict.mismatch = {"reason": verdict.message}
-        measured = first and verdict.passed
+        measured = measure and verdict.passed and precise is not None
         self.channel.emit(
             "judged",
             passed=verdict.passed,
             checks=[{k: _bounded(v) for k, v in c.__dict__.items()} for c in verdict.checks],
             mismatch={k: _bounded(v) for k, v in verdict.mismatch.items()},
             message=_bounded(verdict.message),
-            precision=self.precision(self.precise, ref, outputs.get("before"), command) if measured else None,
+            precision=self.precision(precise(), ref, outputs.get("before"), command) if measured and precise else None,
         )
         self.last_judged = outputs
 
@@ -353,7 +380,8 @@ class Reference:
             self.judge(command, outputs[index], label, runs=tuple(command.get("runs", TRIAL_RUNS)), precise=precise)
             return
         previous = self.last_judged if index > 0 else None
-        self.judge(command, outputs[index], f"trial {index + 1}", previous, first=index == 0, precise=precise)
+        measure = command.get("precision") is True
+        self.judge(command, outputs[index], f"trial {index + 1}", previous, measure=measure, precise=precise)
 
     def shapes(self, command: dict[str, Any]) -> None:
         """Inputs at other sizes, where the problem allows it: the module-level integers that only
