@@ -1,4 +1,5 @@
-"""Real builds: g++ through load_inline judged on the CPU, nvcc builds judged `compiled`.
+"""Real builds: g++ through load_inline judged on the CPU, nvcc builds checked there too (`compiled` where a
+missing GPU explains the failure).
 
 Each extension is compiled once per run (session build cache, kept between runs by CI), except in the one
 cold test; the slow nvcc tests are marked `nvcc` and need the CUDA toolkit (not a GPU).
@@ -146,9 +147,26 @@ def test_cuda_candidate_is_built_for_real_and_judged_compiled_without_a_device(r
     verdict = relu_cpu.evaluate(candidate("relu_cuda.py"))
     assert verdict.status is Status.COMPILED, verdict.message
     assert verdict.exit_code == 3
+    assert "Expected x.is_cuda()" in verdict.message  # its forward ran and failed as CUDA code without a device does
     (build,) = verdict.details["builds"]
     assert build["uses_cuda"] and (Path(build["directory"]) / "relu_cuda_ext.so").exists()
     assert build["headers"] == "light"  # built with the light CUDA prelude
+
+
+@needs_nvcc
+@pytest.mark.nvcc
+def test_without_a_gpu_a_cuda_build_is_checked_and_compiled_only_where_a_missing_gpu_explains_the_failure(relu_cpu):
+    """One nvcc build (a ReLU kernel whose launch is unchecked), three candidates: forward returning zeros without
+    calling it is `incorrect` (it was `compiled`, ranked above every honestly wrong candidate); forward calling it,
+    as a Python function or as the operator its library registers, gets the unwritten output an honest CUDA kernel
+    leaves without a GPU, and is `compiled`, never `incorrect`."""
+    wrong = relu_cpu.evaluate(candidate("redteam9/unused_cuda_build_hides_a_wrong_answer.py"))
+    assert wrong.status is Status.INCORRECT, wrong.message
+    assert wrong.details["builds"][0]["uses_cuda"]
+    for honest in ("honest_unchecked_cuda_launch.py", "honest_unchecked_cuda_op.py"):
+        verdict = relu_cpu.evaluate(candidate(f"redteam9/{honest}"))
+        assert verdict.status is Status.COMPILED, f"{honest}: {verdict.message}"
+        assert "called its nvcc-built code" in verdict.message and verdict.details["without_device"]
 
 
 @needs_nvcc
@@ -197,7 +215,9 @@ def test_same_declarations_link_the_earlier_binding_object_and_the_extension_sti
     changed_loop = source.replace("#include <cstdint>", f"#include <cstdint>\n// turn {os.getpid()}-{time.time_ns()}")
     first = relu_cpu.evaluate(source)  # compiles main.cpp (or is found whole in the kept build cache)
     second = relu_cpu.evaluate(changed_loop)
-    assert first.status is Status.COMPILED and second.status is Status.COMPILED, second.message
+    # its loop is host code: it runs on the CPU, is checked there and is correct
+    assert first.status is Status.CORRECT and second.status is Status.CORRECT, second.message
+    assert [w.code for w in second.warnings] == ["cuda_not_run"]
     (build,) = second.details["builds"]
     assert not build["cached"] and build["binding"] == "reused"
     directory = Path(build["directory"])

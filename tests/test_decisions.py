@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from kevin_tui.evaluator.host.decisions import Finding, decide, finding_of, overrule, settle
+from kevin_tui.evaluator.host.decisions import Finding, decide, finding_of, overrule, settle, without_device
 from kevin_tui.evaluator.verdict import Status
 
 HOST = Path(__file__).resolve().parents[1] / "kevin_tui" / "evaluator" / "host"
@@ -42,6 +42,26 @@ def test_an_overruling_pass_names_itself_and_drops_the_speedups():
 
 def is_table(func: ast.Attribute) -> bool:
     return isinstance(func.value, ast.Name) and func.value.id == "decisions"
+
+
+def test_without_a_gpu_only_a_failure_a_missing_gpu_explains_is_compiled():
+    """An nvcc build on a CPU evaluation (redteam9's unused_cuda_build_hides_a_wrong_answer.py): every verdict was
+    `compiled`, which ranks above `incorrect`. Now a wrong answer is `incorrect` unless forward called the nvcc-built
+    code (an unchecked launch leaves its output unwritten), and a failure is `compiled` only where it names CUDA."""
+    wrong = decide(Finding.WRONG_OUTPUT, "wrong output in trial 1: 512 of 512 values outside tolerance")
+    assert without_device(wrong, cuda_called=False) is wrong
+    called = without_device(wrong, cuda_called=True)
+    assert called.status is Status.COMPILED and finding_of(called) is Finding.BUILT_WITHOUT_DEVICE
+    assert "512 of 512" in called.message and called.details["without_device"]
+    checked = decide(Finding.REPORTED_BY_WORKER, "forward (trial 1) raised RuntimeError: Expected x.is_cuda() to be "
+                     "true", status=Status.RUNTIME_ERROR)  # fmt: skip
+    assert without_device(checked, cuda_called=False).status is Status.COMPILED
+    plain = decide(Finding.REPORTED_BY_WORKER, "forward raised ValueError: bad", status=Status.RUNTIME_ERROR)
+    assert without_device(plain, cuda_called=False) is plain
+    for kept in (decide(Finding.CORRECT, "correct, 1.0x"), decide(Finding.CLOCK_DISAGREES, "the clock disagrees"),
+                 decide(Finding.REPORTED_BY_WORKER, "the candidate replaced torch.cuda.synchronize", status=Status.REJECTED),
+                 decide(Finding.BUILD_FAILED, "the build failed (x): nvcc error")):  # fmt: skip
+        assert without_device(kept, cuda_called=True) is kept
 
 
 def test_no_host_module_but_the_table_sets_a_status():

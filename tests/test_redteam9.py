@@ -123,3 +123,68 @@ def test_an_exact_constant_passes_where_only_the_references_rounding_varies():
     truth = 1 + 1e-6 * torch.randn(256, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
     guess = {"before": Leaf(torch.ones(256), "cpu")}
     assert not judge_trial(truth.float(), guess, "cpu", None, None, "trial 1", precise=lambda: truth).passed
+
+
+# -- a Python number is judged in the dtype the reference computed it in --------------------------------------
+
+
+def _number_reference(tmp_path: Path, problem: str) -> tuple[Reference, Recorded, torch.Tensor]:
+    """A real Reference on a problem returning a Python number, its first trial run; that trial's input."""
+    channel = Recorded()
+    path = str(Path(__file__).parent / "problems" / problem)
+    reference = Reference({"problem_path": path, "device": "cpu", "outbox": str(tmp_path), "init_seed": 1}, channel)
+    reference.probe(8)
+    reference.trials({"eval": 0, "seed": 5, "fresh": 1, "duplicates": 0})
+    (x,) = tensorfile.read(Path(channel.events[-1]["paths"][0]))
+    return reference, channel, x
+
+
+def test_a_python_number_is_judged_at_the_tolerance_of_the_dtype_the_reference_computed_it_in(tmp_path):
+    """float64_scalar_in_float32.py: a float64 problem's `.item()` was judged with torch's default dtype's
+    tolerance (float32: 1e-4), ~1000x looser than its tensor would be: the number computed in float32 was
+    `correct`."""
+    reference, channel, x = _number_reference(tmp_path, "float64_scalar.py")
+    out = tmp_path / "out.kt"
+    exact = float(x.var(unbiased=False))  # honest_float64_scalar.py
+    assert _judged(reference, channel, out, exact, ("before", "after"), trial=0)
+    narrow = float((x.float() * x.float()).mean() - x.float().mean() ** 2)
+    assert not _judged(reference, channel, out, narrow, ("before", "after"), trial=0)
+    assert "atol 1e-07" in channel.events[-1]["message"]
+
+
+def test_a_python_numbers_precision_is_measured_like_a_tensors(tmp_path):
+    """The precision evidence skipped anything but tensors: a float32 problem's number now has it, and one half
+    the tolerance off the float64 sum uses far more of it than the float32 reference's own sum does."""
+    reference, channel, x = _number_reference(tmp_path, "float_scalar.py")
+    out = tmp_path / "out.kt"
+    measured = {"trial": 0, "precision": True}  # the trial the host measures (redteam10: named in secret)
+    assert _judged(reference, channel, out, float(x.sum()), ("before", "after"), **measured)
+    honest = channel.events[-1]["precision"]
+    assert honest is not None and honest["candidate"] < 0.1
+    exact = float(x.double().sum())
+    off = exact + 0.5 * (1e-4 + 1e-4 * abs(exact))
+    assert _judged(reference, channel, out, off, ("before", "after"), **measured)
+    precision = channel.events[-1]["precision"]
+    assert precision["candidate"] > 0.4 and precision["candidate"] > 10 * precision["reference"]
+
+
+def test_a_python_number_more_exact_than_the_reference_passes_as_a_tensor_would(tmp_path):
+    """The float64 fallback (a kernel more exact than the float32 reference) judged tensors only: the exact sum of
+    (x + 1e4) - 1e4, which float32 rounds by ~1e-3 per value, failed as a number."""
+    problem = tmp_path / "rounded_sum.py"
+    problem.write_text(
+        ROUNDING_PROBLEM.replace("N = 64", "N = 1024").replace(
+            "return (x + 1e4) - 1e4", "return ((x + 1e4) - 1e4).sum().item()"
+        )
+    )
+    channel = Recorded()
+    reference = Reference(
+        {"problem_path": str(problem), "device": "cpu", "outbox": str(tmp_path), "init_seed": 1}, channel
+    )
+    reference.probe(8)
+    reference.trials({"eval": 0, "seed": 5, "fresh": 1, "duplicates": 0})
+    (x,) = tensorfile.read(Path(channel.events[-1]["paths"][0]))
+    out = tmp_path / "out.kt"
+    exact = float(x.double().sum())
+    assert _judged(reference, channel, out, exact, ("before", "after"), trial=0)
+    assert not _judged(reference, channel, out, exact + 3e-2, ("before", "after"), trial=0)

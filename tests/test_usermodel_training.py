@@ -193,6 +193,73 @@ def test_a_kernel_whose_own_backward_is_wrong_gets_the_recompute_one(project):
     assert_same_gradients(block_gradients(block, x), block_gradients(helper.install(copy.deepcopy(block)), x))
 
 
+def test_an_own_backward_right_only_on_the_checks_inputs_is_not_used(project):
+    """The gradient check ran on the check's inputs only (drawn at a fixed seed): a backward right there and wrong
+    elsewhere was kept as the kernel's own. This one (the same C++ build) is right only on the first input its
+    backward sees, the check's; the gradients are now compared on new values and at twice the batch too, with a
+    loss of fresh weights, and its recompute backward is used instead."""
+    kernel = own_backward_kernel(project)
+    text = (project / kernel).read_text()
+    memorised = text.replace("GRAD_UP_BIAS = 1.0", "SEEN: list = []  # the first input its backward saw: the check's")
+    memorised = memorised.replace(
+        """        return dx, dup_w, dup_b * GRAD_UP_BIAS, ddown_w, ddown_b""",
+        """        x = ctx.saved_tensors[0]
+        SEEN[:] = SEEN or [x.detach().clone()]
+        seen = x.shape == SEEN[0].shape and torch.equal(x, SEEN[0])
+        return dx, dup_w, dup_b * (1.0 if seen else 2.0), ddown_w, ddown_b""",
+    )
+    assert "* GRAD_UP_BIAS" not in memorised and "SEEN: list" in memorised
+    (project / kernel).write_text(memorised)
+    applied = apply_kernel(kernel, check=True, options=CheckOptions("cpu", rounds=2, steps=1, compile=False))
+    assert applied.passed, applied.check["message"]
+    training = applied.check["training"]
+    assert training["backward"] == "recompute", training
+    assert (
+        "the gradient of parameter up.bias" in training["own_backward"]
+        and "(on new values)" in training["own_backward"]
+    )
+    assert training["fresh"] == ["new values", "batch size 4"]
+    assert "on the check's inputs; new values; batch size 4" in "\n".join(applied.lines())
+
+
+def test_fresh_inputs_are_new_values_in_the_checks_dtypes_and_twice_its_batch():
+    from kevin_tui.usermodel.loader import draw
+    from kevin_tui.usermodel.specs import parse_inputs
+    from kevin_tui.usermodel.worker import SEED, fresh_inputs
+
+    specs = parse_inputs(["x=float64[3,5]", "n=int64[3,2]~randint(0,4)"])
+    torch.manual_seed(SEED)
+    checks = draw(specs[0])  # the check's own, which a kernel's author can draw too
+    (new, values), (batch, doubled) = fresh_inputs(specs, "cpu")
+    assert (new, batch) == ("new values", "batch size 6")
+    assert values[0].dtype == torch.float64 and values[0].shape == (3, 5) and not torch.equal(values[0], checks)
+    assert doubled[0].shape == (6, 5) and doubled[1].shape == (6, 2) and doubled[1].dtype == torch.int64
+
+
+def test_a_fresh_batch_size_the_kernel_refuses_is_listed_and_new_values_are_compared():
+    """A kernel that fails loudly at another batch size is not a silent wrong gradient: that case is skipped and
+    said; the new values at the check's shapes are compared whatever."""
+    from kevin_tui.usermodel.check import gradient_cases
+
+    class FixedBatch(torch.nn.Module):
+        def __init__(self, inner: torch.nn.Module) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if x.shape[0] != 3:
+                raise ValueError("made for a batch of 3")
+            return self.inner(x)
+
+    model = torch.nn.Linear(5, 2)
+    figures: dict = {}
+    fresh = [("new values", [torch.randn(3, 5)]), ("batch size 6", [torch.randn(6, 5)])]
+    cases = gradient_cases(model, FixedBatch(model), [torch.randn(3, 5)], fresh, figures)
+    assert [label for label, *_ in cases] == figures["fresh"] == ["new values"]
+    (skipped,) = figures["fresh_skipped"]
+    assert skipped.startswith("batch size 6: the kernel does not take it") and "made for a batch of 3" in skipped
+
+
 BF16_MODEL = '''import torch
 from tinylm.model import TinyLM
 

@@ -120,7 +120,7 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
         },
         "load_failed": {"name": _string, "message": _string},
         "loaded": {},
-        "trial_done": {"index": _integer, "path": _string},
+        "trial_done": {"index": _integer, "path": _string, "cuda_called": _boolean},
         "profiled": {
             "ops": lambda v: _profile_rows(v, 3),
             "kernels": lambda v: _profile_rows(v, 3),

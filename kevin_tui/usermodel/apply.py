@@ -109,8 +109,10 @@ def training_lines(training: dict[str, Any] | None) -> list[str]:
         if "own_backward" in training:
             lines.append(f"    the kernel's own backward is {training['own_backward']}")
     if "max_grad_diff" in training:
+        also = "".join(f"; {label}" for label in training.get("fresh", []))
         lines.append(f"  gradients match: {training['compared']} parameters and inputs (largest difference "
-                     f"{training['max_grad_diff']:.3g})")  # fmt: skip
+                     f"{training['max_grad_diff']:.3g}), on the check's inputs{also}")  # fmt: skip
+        lines += [f"    not compared at {why}" for why in training.get("fresh_skipped", [])]
     if "saved_before_bytes" in training:
         lines.append(f"  saved for backward per call: {training['saved_before_bytes'] / 1e6:.3g} MB before, "
                      f"{training['saved_after_bytes'] / 1e6:.3g} MB after")  # fmt: skip

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import copy
 import random
+import secrets
 import statistics
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -174,7 +175,11 @@ def training_step(model: nn.Module, args: list[Any], weights: list[torch.Tensor]
     return lambda: gradients(model, args, weights)
 
 
-def check(model: nn.Module, args: list[Any], helper_path: Path, device: str, options: dict[str, Any]) -> dict:
+def check(
+    model: nn.Module, args: list[Any], helper_path: Path, device: str, options: dict[str, Any],
+    fresh: Sequence[tuple[str, list[Any]]] = (),
+) -> dict:  # fmt: skip
+    """`fresh`: other inputs (new values, another batch size) the gradients are compared on too."""
     helper = import_helper(helper_path)
     after, swapped, left = install(helper, model)
     expected = run_forward(model, args)
@@ -190,7 +195,7 @@ def check(model: nn.Module, args: list[Any], helper_path: Path, device: str, opt
         return {**result, "passed": False, "message": f"outputs differ: {why}"}
     rounds = int(options.get("rounds", 20))
     if trainable(model, args):
-        after, training, why = check_training(helper, model, after, args, expected, options)
+        after, training, why = check_training(helper, model, after, args, expected, options, fresh)
         result["training"] = training
         if why:
             return {**result, "passed": False, "message": why}
@@ -204,10 +209,13 @@ def check(model: nn.Module, args: list[Any], helper_path: Path, device: str, opt
 
 
 def check_training(
-    helper: Any, model: nn.Module, after: nn.Module, args: list[Any], expected: Any, options: dict[str, Any]
-) -> tuple[nn.Module, dict[str, Any], str | None]:
+    helper: Any, model: nn.Module, after: nn.Module, args: list[Any], expected: Any, options: dict[str, Any],
+    fresh: Sequence[tuple[str, list[Any]]] = (),
+) -> tuple[nn.Module, dict[str, Any], str | None]:  # fmt: skip
     """The model to install (with the kernel's own backward when its gradients match, else the
-    recompute one), the training figures, and why it fails (None: it passes)."""
+    recompute one), the training figures, and why it fails (None: it passes). The gradients are compared
+    on the check's inputs, drawn at a seed the kernel's author can know, and on `fresh` ones with a loss of
+    fresh weights: a backward right only on the check's inputs is not right."""
 
     def within(reference: Any, value: Any, at: str) -> tuple[str | None, float]:
         return compare_norm(reference, value, options.get("rtol"), options.get("atol"), at)
@@ -215,14 +223,27 @@ def check_training(
     weights = loss_weights(expected)
     _, expected_grads = gradients(model, args, weights)
     figures: dict[str, Any] = {"backward": "recompute", "compared": len(expected_grads)}
+    cases = [("", args, weights, expected_grads), *gradient_cases(model, after, args, fresh, figures)]
+
+    def differ(candidate: nn.Module) -> tuple[str | None, float]:
+        """Why `candidate`'s gradients are not the model's on some case (its label after the first's), and the
+        largest difference; raises what its backward raises."""
+        worst = 0.0
+        for label, inputs, loss, grads in cases:
+            _, got = gradients(candidate, inputs, loss)
+            why, difference = compare_gradients(grads, got, within)
+            if why:
+                return f"{why} (on {label})" if label else why, difference
+            worst = max(worst, difference)
+        return None, worst
+
     if options.get("backward_kernel"):
         figures["backward"] = "backward_kernel"
         after, _, _ = install(helper, model, backward="backward_kernel")
     else:
         own, _, _ = install(helper, model, backward="kernel")
         try:
-            _, own_grads = gradients(own, args, weights)
-            why_not, _ = compare_gradients(expected_grads, own_grads, within)
+            why_not, _ = differ(own)
         except Exception as exc:
             why_not = f"its backward raises {where(exc)}"
         if why_not is None:
@@ -230,10 +251,9 @@ def check_training(
         else:
             figures["own_backward"] = f"not used: {why_not}"
     try:
-        _, got_grads = gradients(after, args, weights)
+        why, figures["max_grad_diff"] = differ(after)
     except Exception as exc:
         return after, figures, f"the backward with the kernel raises {where(exc)}"
-    why, figures["max_grad_diff"] = compare_gradients(expected_grads, got_grads, within)
     if why:
         return after, figures, f"gradients differ: {why}"
     figures["saved_before_bytes"], figures["saved_after_bytes"] = saved_bytes(model, args), saved_bytes(after, args)
@@ -248,6 +268,36 @@ def check_training(
         if why:
             return after, figures, why
     return after, figures, None
+
+
+def gradient_cases(
+    model: nn.Module, after: nn.Module, args: list[Any], fresh: Sequence[tuple[str, list[Any]]],
+    figures: dict[str, Any],
+) -> list[tuple[str, list[Any], list[torch.Tensor], dict[str, Any]]]:  # fmt: skip
+    """Each fresh input's label, inputs, loss weights (from a secret seed) and the model's own gradients. One the
+    model cannot run, or at other shapes than the check's one the kernel refuses (it fails loudly there, never
+    silently), is listed in `figures["fresh_skipped"]`; at the check's shapes a kernel that raises fails."""
+    cases = []
+    for label, inputs in fresh:
+        try:
+            weights = loss_weights(run_forward(model, inputs), seed=secrets.randbits(63))
+            expected_grads = gradients(model, inputs, weights)[1]
+        except Exception as exc:  # the model's own failure: that input is not one it takes
+            figures.setdefault("fresh_skipped", []).append(f"{label}: the model does not take it: {where(exc)}")
+            continue
+        if _shapes(inputs) != _shapes(args):
+            try:
+                run_forward(after, inputs)
+            except UserModelError as exc:
+                figures.setdefault("fresh_skipped", []).append(f"{label}: the kernel does not take it: {exc}")
+                continue
+        cases.append((label, inputs, weights, expected_grads))
+    figures["fresh"] = [label for label, *_ in cases]
+    return cases
+
+
+def _shapes(args: list[Any]) -> list[Any]:
+    return [tuple(a.shape) if isinstance(a, torch.Tensor) else None for a in args]
 
 
 def speedup_interval(before: list[float], after: list[float], draws: int = 2000) -> list[float]:

@@ -122,9 +122,11 @@ def forward_parameters(module: nn.Module) -> list[inspect.Parameter]:
     return list(inspect.signature(module.forward).parameters.values())
 
 
-def draw(spec: InputSpec) -> Any:
-    """The value the problem's get_inputs() draws for this spec (the same expression, evaluated)."""
-    return eval(spec.expression(), {"torch": torch})  # our own expression, from a parsed spec
+def draw(spec: InputSpec, batch_size: int | None = None) -> Any:
+    """The value the problem's get_inputs() draws for this spec (the same expression, evaluated), with its
+    leading size `batch_size` if given (specs.first_dim_name: the problem's batch_size)."""
+    expression = spec.expression("batch_size" if batch_size else None)
+    return eval(expression, {"torch": torch, "batch_size": batch_size})  # our own expression, from a parsed spec
 
 
 def ordered_inputs(module: nn.Module, specs: list[InputSpec]) -> list[InputSpec]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import secrets
 import sys
 import time
 from collections import defaultdict
@@ -38,7 +39,15 @@ from kevin_tui.usermodel.loader import (
     where,
 )
 from kevin_tui.usermodel.problem_text import ProblemSpec
-from kevin_tui.usermodel.specs import InputSpec, SpecError, parse_init, parse_inputs, parse_target
+from kevin_tui.usermodel.specs import (
+    InputSpec,
+    SpecError,
+    TensorSpec,
+    first_dim_name,
+    parse_init,
+    parse_inputs,
+    parse_target,
+)
 
 SEED = 0
 
@@ -80,6 +89,20 @@ def load_model(request: dict[str, Any]) -> Loaded:
 
 def _to(value: Any, device: str) -> Any:
     return value.to(device) if isinstance(value, torch.Tensor) else value
+
+
+def fresh_inputs(specs: list[InputSpec], device: str) -> list[tuple[str, list[Any]]]:
+    """Inputs a kernel cannot have been fitted to, for the gradient check: new values from a secret seed at the
+    check's shapes and dtypes (the check's own are drawn at the fixed SEED), and where every tensor input shares
+    its leading size (a batch), twice that size."""
+    batch = next((s.shape[0] for s in specs if isinstance(s, TensorSpec)), None) if first_dim_name(specs) else None
+    found = []
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(secrets.randbits(63))
+        found.append(("new values", [_to(draw(s), device) for s in specs]))
+        if batch:
+            found.append((f"batch size {2 * batch}", [_to(draw(s, 2 * batch), device) for s in specs]))
+    return found
 
 
 def command_problem(request: dict[str, Any]) -> dict[str, Any]:
@@ -208,10 +231,9 @@ def _backward(
 
 def command_check(request: dict[str, Any]) -> dict[str, Any]:
     loaded = load_model(request)
-    return {
-        "device": loaded.device,
-        **check(loaded.module, loaded.args, Path(request["helper"]), loaded.device, request),
-    }
+    fresh = fresh_inputs(loaded.specs, loaded.device)
+    return {"device": loaded.device, **check(loaded.module, loaded.args, Path(request["helper"]), loaded.device,
+                                             request, fresh)}  # fmt: skip
 
 
 COMMANDS = {"problem": command_problem, "profile": command_profile, "check": command_check}

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from kevin_tui.evaluator.compiler_output import demangle
 from kevin_tui.evaluator.host.builds import BuildBroker, BuildRecord, kernels_called_past_the_dispatcher
 from kevin_tui.evaluator.host.compiled import under_compile
-from kevin_tui.evaluator.host.decisions import Finding, decide, finding_of, overrule, settle
+from kevin_tui.evaluator.host.decisions import Finding, decide, finding_of, overrule, settle, without_device
 from kevin_tui.evaluator.host.options import EvalOptions
 from kevin_tui.evaluator.host.reference import ReferenceLost, ReferenceWorker
 from kevin_tui.evaluator.host.sandbox import Bind
@@ -126,6 +126,7 @@ class HostRun:
     precision: dict[str, float] | None = None  # error shares as the judge measured them (the least precise seen)
     seed: int = field(default_factory=lambda: secrets.randbits(62))
     quiet: bool = False  # no phases reported: evidence after the verdict, which the verdict panel shows
+    cuda_called: bool = False  # forward called nvcc-built code (the candidate's process says so: trial_done)
 
     def __post_init__(self) -> None:
         self.files = WorkerFiles(self.scratch)
@@ -162,6 +163,14 @@ class HostRun:
         finally:
             self.enter(resumed)
             self.deadline = deadline + (self.phase_started - started)
+
+    def trial_done(self, index: int) -> dict[str, Any]:
+        """The candidate's answer to the trial command for `index` (a trial, the changed inputs, another size)."""
+        done = self.expect("trial_done")
+        if done["index"] != index:
+            raise ProtocolViolation(f"trial_done for trial {done['index']}, expected trial {index}")
+        self.cuda_called = self.cuda_called or done["cuda_called"]
+        return done
 
     def take_output(self, reported: str, expected: str, taken: str) -> Path:
         """The one way a file the candidate wrote reaches the host: it must be `expected` in its own scratch
@@ -210,8 +219,13 @@ class HostRun:
 
     def drive(self) -> Verdict:
         self.cache_before = self.context.broker.libraries()
-        found = self._verdict()
-        return self.finish(settle(found, self.build_verdict(), self.cache_changed()))
+        verdict = settle(self._verdict(), self.build_verdict(), self.cache_changed())
+        if not self.reference.device.startswith("cuda") and any(b.uses_cuda for b in self.builds):
+            verdict = without_device(verdict, self.cuda_called)
+            if verdict.status is Status.CORRECT:
+                verdict.warnings.append(Warning_("cuda_not_run", "built with nvcc, but there is no CUDA device here: "
+                                                 "what was checked and timed is its forward on the CPU"))  # fmt: skip
+        return self.finish(verdict)
 
     def _verdict(self) -> Verdict:
         try:
@@ -255,9 +269,6 @@ class HostRun:
             what = "loading the built extension failed" if first.ok else "the build failed"
             return decide(Finding.BUILD_FAILED, f"{what} ({first.name}): {first.message}{hidden}",
                            details={"compiler_errors": first.compiler_errors, "log": first.log[-6000:]})  # fmt: skip
-        if not self.reference.device.startswith("cuda") and any(b.uses_cuda for b in self.builds):
-            message = "built for real with nvcc; there is no CUDA device here, so it was not run or checked"
-            return decide(Finding.BUILT_WITHOUT_DEVICE, message)
         return None
 
     # -- the steps ------------------------------------------------------------------
@@ -333,9 +344,7 @@ class HostRun:
         given = self.give_input(str(path), f"in-shape-{index}.kt")
         self.worker.send({"cmd": "trial", "index": index, "inputs": str(given)})
         try:
-            done = self.expect("trial_done")
-            if done["index"] != index:
-                raise ProtocolViolation(f"trial_done for trial {done['index']}, expected {index}")
+            done = self.trial_done(index)
             taken = self.take_output(done["path"], f"out-{index}.kt", f"eval-{self.evaluation}-shape-{index}.kt")
             self.judge({"cmd": "judge", "eval": self.evaluation, "trial": index, "path": str(taken), "label": label})
         except Decided as decided:
@@ -447,9 +456,7 @@ class HostRun:
         for index, path in enumerate(paths):
             given = self.give_input(path, f"in-{index}.kt")
             self.worker.send({"cmd": "trial", "index": index, "inputs": str(given)})
-            done = self.expect("trial_done")
-            if done["index"] != index:
-                raise ProtocolViolation(f"trial_done for trial {done['index']}, expected trial {index}")
+            done = self.trial_done(index)
             taken = self.take_output(done["path"], f"out-{index}.kt", f"eval-{self.evaluation}-out-{index}.kt")
             self.judge({"cmd": "judge", "eval": self.evaluation, "trial": index, "path": str(taken),
                         "precision": index == measured}, trial=index)  # fmt: skip
@@ -470,9 +477,7 @@ class HostRun:
             return
         given = self.give_input(ready["path"], f"in-{index}.kt")
         self.worker.send({"cmd": "changed", "index": index, "inputs": str(given)})
-        done = self.expect("trial_done")
-        if done["index"] != index:
-            raise ProtocolViolation(f"trial_done for trial {done['index']}, expected {index}")
+        done = self.trial_done(index)
         taken = self.take_output(done["path"], f"out-{index}.kt", f"eval-{self.evaluation}-changed.kt")
         label = "the first trial's input objects after they and the model's parameters changed in place"
         try:

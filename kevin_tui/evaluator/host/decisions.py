@@ -11,6 +11,7 @@ reading the message.
 from __future__ import annotations
 
 import enum
+import re
 from typing import Any
 
 from kevin_tui.evaluator.protocol import CANDIDATE_FAILURES
@@ -92,3 +93,28 @@ def settle(found: Verdict, builds: Verdict | None, cache_changed: Verdict | None
     if builds is not None and (finding := finding_of(found)) is not None and finding.yields_to_builds:
         return builds
     return found
+
+
+# What an honest CUDA kernel's failure on a machine without a GPU says: torch's "Expected x.is_cuda()", the CUDA
+# runtime's "insufficient driver" / "no CUDA-capable device", "Torch not compiled with CUDA", "no NVIDIA driver".
+NO_DEVICE_WORDS = re.compile(r"cuda|gpu|nvidia|driver", re.IGNORECASE)
+EXPLAINED_WITHOUT_DEVICE = (Status.INCORRECT, Status.RUNTIME_ERROR, Status.TIMEOUT)
+
+
+def without_device(found: Verdict, cuda_called: bool) -> Verdict:
+    """A run with an nvcc build on a machine without a GPU, checked like any other: `compiled` ("built, not
+    checkable without a GPU") only for a failure a missing GPU explains, one that names CUDA (a checked launch,
+    a device check) or comes after the candidate called its nvcc-built code (at import, in __init__ or in forward:
+    an unchecked launch leaves its output unwritten); one that never called it computed its answer on the CPU
+    and keeps its own status."""
+    finding = finding_of(found)
+    if finding is None or not finding.yields_to_builds or found.status not in EXPLAINED_WITHOUT_DEVICE:
+        return found
+    if cuda_called:
+        why = "it called its nvcc-built code, which cannot run here, and then"
+    elif NO_DEVICE_WORDS.search(found.message):  # not the log or a traceback: torch's and our own names are there
+        why = "forward failed as CUDA code without a device does:"
+    else:
+        return found
+    message = f"built for real with nvcc; there is no CUDA device here and {why} {found.message}"
+    return decide(Finding.BUILT_WITHOUT_DEVICE, message[:4000], details={**found.details, "without_device": True})

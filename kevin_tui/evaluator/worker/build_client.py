@@ -42,14 +42,20 @@ def _functions(value: Any) -> list[str] | dict[str, str] | None:
 
 
 PROFILING = [False]  # set while a profile is taken: calls into built extensions are then named in it
+# Set once the candidate calls a function of an nvcc-built extension (at import, in __init__, in forward): on a
+# machine without a GPU its kernels cannot run, so a wrong answer after such a call is what an honest CUDA kernel's
+# unchecked launch leaves (the host's `compiled`), while one that never called it computed its answer on the CPU.
+CUDA_CALLED = [False]
 
 
 class Traced:
     """A built extension whose functions show up by name in a profile (`kevin_ext::<name>`), so the time
-    spent in the candidate's own code can be told from PyTorch's. Outside a profile, a plain call."""
+    spent in the candidate's own code can be told from PyTorch's. Outside a profile, a plain call; a call
+    of an nvcc-built one is noted in CUDA_CALLED."""
 
-    def __init__(self, module: Any) -> None:
+    def __init__(self, module: Any, cuda: bool = False) -> None:
         self._module = module
+        self._cuda = cuda
 
     def __getattr__(self, attr: str) -> Any:
         value = getattr(self._module, attr)
@@ -57,6 +63,7 @@ class Traced:
             return value
 
         def call(*args: Any, **kwargs: Any) -> Any:
+            CUDA_CALLED[0] = CUDA_CALLED[0] or self._cuda
             if not PROFILING[0]:
                 return value(*args, **kwargs)
             from torch.profiler import record_function
@@ -79,6 +86,7 @@ class BuildClient:
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
         self.uses_cuda = False
+        self.cuda_ops: set[str] = set()  # the operators nvcc-built libraries registered (`torch.ops.load_library`)
 
     def install(self) -> None:
         def load_inline(*args: Any, **kwargs: Any) -> Any:
@@ -123,14 +131,18 @@ class BuildClient:
         if not answer["ok"]:
             raise RuntimeError(f"Error building extension '{name}': {answer['message']}")
         self.uses_cuda = self.uses_cuda or answer["uses_cuda"]
-        return self._load(name, answer["path"], bool(given["is_python_module"]))
+        return self._load(name, answer["path"], bool(given["is_python_module"]), answer["uses_cuda"])
 
-    def _load(self, name: str, path: str, python_module: bool) -> Any:
+    def _load(self, name: str, path: str, python_module: bool, cuda: bool) -> Any:
         try:
             if not python_module:
                 import torch
 
+                before = set(torch._C._dispatch_get_all_op_names())
                 torch.ops.load_library(path)
+                if cuda:
+                    added = set(torch._C._dispatch_get_all_op_names()) - before
+                    self.cuda_ops |= {op.split(".")[0] for op in added}  # as a profile names them
                 return path
             loader = importlib.machinery.ExtensionFileLoader(name, path)
             spec = importlib.util.spec_from_file_location(name, path, loader=loader)
@@ -138,7 +150,7 @@ class BuildClient:
                 raise ImportError(f"{path} is not an extension module")
             module = importlib.util.module_from_spec(spec)
             loader.exec_module(module)
-            return Traced(module)
+            return Traced(module, cuda)
         except (ImportError, OSError) as exc:
             self.channel.emit("load_failed", name=name, message=str(exc)[:4000])
             raise ImportError(f"loading the built extension '{name}' failed: {exc}") from None

@@ -6,8 +6,10 @@ is believed, since reporting one can only hurt the candidate.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,7 @@ import torch
 
 from kevin_tui.evaluator.protocol import COMPILE_SEED
 from kevin_tui.evaluator.worker import common, tensorfile
-from kevin_tui.evaluator.worker.build_client import PROFILING, BuildClient
+from kevin_tui.evaluator.worker.build_client import CUDA_CALLED, PROFILING, BuildClient
 from kevin_tui.evaluator.worker.capture import aliases, leaves, model_tensors, no_modes, snapshot
 from kevin_tui.evaluator.worker.channel import Channel
 from kevin_tui.evaluator.worker.guards import IdentityGuard, LeftoverGuard
@@ -117,9 +119,20 @@ class CandidateRun:
 
     # -- correctness -----------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def cuda_ops_watched(self) -> Iterator[None]:
+        """On a CPU evaluation, a call of an operator an nvcc-built library registered is noted in CUDA_CALLED
+        (its Python-module functions note themselves: build_client.Traced)."""
+        if not self.builds.cuda_ops or self.device.startswith("cuda"):
+            yield
+            return
+        with torch.autograd.profiler.profile() as profile:
+            yield
+        CUDA_CALLED[0] = CUDA_CALLED[0] or any(e.name in self.builds.cuda_ops for e in profile.function_events)
+
     def forward(self, args: list[Any], what: str) -> Any:
         def run():
-            with torch.no_grad():
+            with torch.no_grad(), self.cuda_ops_watched():
                 out = self.model(*args)
             common.synchronize(self.device)  # surface asynchronous CUDA errors here
             with no_modes():
@@ -234,7 +247,7 @@ class CandidateRun:
         self.previous_args = args
         path = self.scratch / f"out-{index}.kt"
         write_record(path, outputs, found)
-        self.channel.emit("trial_done", index=index, path=str(path))
+        self.channel.emit("trial_done", index=index, path=str(path), cuda_called=CUDA_CALLED[0])
 
     def changed(self, command: dict[str, Any]) -> None:
         """The first trial's input objects called again after their values change in place, and the model's
@@ -263,7 +276,7 @@ class CandidateRun:
                     params[name].copy_(value)
         path = self.scratch / f"out-{index}.kt"
         write_record(path, {"parameters" if follow else "inputs": out}, out_aliases)
-        self.channel.emit("trial_done", index=index, path=str(path))
+        self.channel.emit("trial_done", index=index, path=str(path), cuda_called=CUDA_CALLED[0])
 
     def compiled(self, command: dict[str, Any]) -> None:
         """One trial's inputs through ModelNew under torch.compile (compiled on the first call), its output

@@ -18,10 +18,10 @@ import torch
 
 from kevin_tui.evaluator.protocol import OUTPUT_FILE_SLACK, compile_baseline_on
 from kevin_tui.evaluator.worker import common, tensorfile
-from kevin_tui.evaluator.worker.capture import aliases, model_tensors, no_modes, snapshot
+from kevin_tui.evaluator.worker.capture import aliases, leaves, model_tensors, no_modes, snapshot
 from kevin_tui.evaluator.worker.channel import Channel
 from kevin_tui.evaluator.worker.inputs import TimedInputs, sample, trial_inputs
-from kevin_tui.evaluator.worker.judge import judge_trial, tolerance_share
+from kevin_tui.evaluator.worker.judge import judge_trial, tolerance_share, typed_numbers, widest_float
 from kevin_tui.evaluator.worker.tensorfile import TensorFileError
 from kevin_tui.evaluator.worker.timing_loop import Timer
 
@@ -156,6 +156,7 @@ class Reference:
         self.round_seeds: dict[str, int] = {}  # each side's last round's seed: a judged call's inputs, drawn again
         self.output_aliases: list[str] = []  # what the reference's own output shares memory with (its probe)
         self.last_judged: dict[str, Any] | None = None  # the candidate outputs judged last
+        self.numbers = widest_float(model_tensors(self.model))  # the dtype its Python numbers are judged in (probe)
 
     def _import(self):
         try:
@@ -189,6 +190,7 @@ class Reference:
         try:
             args = common.to_device(drawn, self.device)
             original = common.clone(args)
+            self.numbers = widest_float([*leaves(args), *model_tensors(self.model)])
             out = self.forward(args)
         except Exception as exc:
             raise ProblemBroken(f"{self.path}: the reference forward raised {type(exc).__name__}: {exc}") from exc
@@ -254,6 +256,7 @@ class Reference:
         result `precise` (evidence: a much larger share suggests the candidate computes in less precision)."""
         if precise is None or got is None:
             return None
+        ref = typed_numbers(ref, self.numbers)
         atol, rtol = command.get("atol"), command.get("rtol")
         candidate = tolerance_share(precise, got, ref, atol, rtol)
         reference = tolerance_share(precise, ref, ref, atol, rtol)
@@ -341,6 +344,7 @@ class Reference:
         measure: bool = False, precise: Callable[[], Any] | None = None,
     ) -> None:  # fmt: skip
         """`measure`: this output's precision is measured against float64 too (the trial the host named in secret)."""
+        ref = typed_numbers(ref, self.numbers)
         try:
             outputs, given_aliases = read_record(Path(command["path"]), runs, max_bytes=record_bytes(len(runs), ref))
         except (OSError, TensorFileError, MemoryError) as exc:  # a file too large to read is the candidate's too
@@ -473,7 +477,7 @@ class Reference:
             return
         inputs, seed = self.timers["eager"].inputs, self.round_seeds["eager"]
         widened = 0
-        for call, (expected, got) in enumerate(zip(mine, served, strict=True)):
+        for call, (expected, got) in enumerate(zip(typed_numbers(mine, self.numbers), served, strict=True)):
             precise = partial(lambda index: self.in_float64(inputs.args(seed, index)), call)
             verdict = judge_trial(expected, {"timed": got}, self.device, command.get("atol"), command.get("rtol"),
                                   f"{label}, call {call + 1}", precise=precise)  # fmt: skip
