@@ -9,13 +9,13 @@ large run is never held in memory.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from kevin_tui.batch.manifest import Manifest
 from kevin_tui.batch.metrics import GAMMA, Kernel, discounted_returns, reward
 from kevin_tui.batch.results import turn_records
 from kevin_tui.session import SessionError, load_session
+from kevin_tui.session.writer import json_line
 
 
 def export_rl(directory: Path, out: Path, gamma: float = GAMMA) -> int:
@@ -52,6 +52,6 @@ def export_rl(directory: Path, out: Path, gamma: float = GAMMA) -> int:
                         "reward": score, "return": value, "gamma": gamma,
                         "trajectory_finished": session.state == "finished", "model": session.header.model,
                     }  # fmt: skip
-                    file.write(json.dumps(line, ensure_ascii=False) + "\n")
+                    file.write(json_line(line))
                     written += 1
     return written

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 MAX_EVENT_BYTES = 1 << 20
@@ -197,6 +198,23 @@ for _events in EVENTS.values():
     _events["started"] = {}  # imports done, waiting for its first command
 
 
+# JSON may escape half of a UTF-16 pair alone (`\\ud800`): json.loads makes of it a string that no UTF-8 file, terminal
+# or tokenizer takes, and a worker's text (a candidate's message) flows into the session file and the RL export.
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def whole_text(value: Any) -> Any:
+    """`value` with every string's lone surrogates replaced by U+FFFD (pairs, which json.loads joins, are kept)."""
+    if isinstance(value, str):
+        return LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [whole_text(v) for v in value]
+    if isinstance(value, dict):
+        return {whole_text(k): whole_text(v) for k, v in value.items()}
+    return value
+
+
 def parse_event(role: str, line: bytes) -> dict[str, Any]:
     """One validated event from `role`, or ProtocolViolation saying what was wrong with it."""
     if len(line) > MAX_EVENT_BYTES:
@@ -205,6 +223,8 @@ def parse_event(role: str, line: bytes) -> dict[str, Any]:
         event = json.loads(line)
     except (ValueError, RecursionError):
         raise ProtocolViolation(f"not JSON: {line[:80]!r}") from None
+    if SURROGATE_ESCAPE.search(line):
+        event = whole_text(event)
     if not isinstance(event, dict) or not isinstance(event.get("event"), str):
         raise ProtocolViolation(f"not an event object: {line[:80]!r}")
     name = event["event"]

@@ -47,7 +47,7 @@ class SessionWriter:
     def _append(self, record: dict[str, Any]) -> None:
         if self.file.closed:  # a late event (a worker winding down after close): still saved
             self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
-        self.file.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self.file.write(json_line(record))
         self.file.flush()
 
     def write(self, event: E) -> E:
@@ -63,11 +63,22 @@ class SessionWriter:
                 self.file.close()
 
 
+def json_line(record: dict[str, Any]) -> str:
+    """One line of JSON that UTF-8 can hold: text as it is, unless a string holds what UTF-8 cannot (a lone
+    surrogate, which a server's or a worker's JSON can escape), then that line escaped (loads back the same)."""
+    text = json.dumps(record, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(record, default=str)
+    return text + "\n"
+
+
 def _create_with_header(path: Path, header: dict[str, Any]) -> None:
     """A session file appears with its header already in it (written aside, then renamed into
     place): a reader listing the folder, or a kill at that moment, never meets a headerless file."""
     aside = path.with_name(f".{path.name}.{secrets.token_hex(4)}.new")
-    aside.write_text(json.dumps(header, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    aside.write_text(json_line(header), encoding="utf-8")
     os.replace(aside, path)
 
 

@@ -54,6 +54,8 @@ TENSOR_FACTS = {
     "ndimension", "get_device", "storage_offset", "is_floating_point", "is_complex", "nbytes",
 }  # fmt: skip
 PATCHABLE_ROOTS = {"torch", "time", "os", "sys", "builtins", "np", "numpy", "timeit", "F", "nn", "kevin_tui"}
+# Python's own number modules: their functions take numbers (a one-element tensor at most, given back as a number).
+SCALAR_MODULES = {"math", "cmath"}
 MATMUL_DUNDERS = {"__matmul__", "__rmatmul__", "__imatmul__"}
 MATMUL_FUNCTIONS = {"operator.matmul", "operator.imatmul", "operator.__matmul__", "operator.__imatmul__"}
 TORCH_OP_NAMESPACES = ("torch.ops.", "torch._C._nn.", "torch._C._VariableFunctions.", "torch._C._linalg.")
@@ -378,10 +380,23 @@ def _compute_references(tree: ast.Module, aliases: Aliases) -> list[str]:
     return found
 
 
+def _scalar_modules(tree: ast.Module, aliases: Aliases) -> set[str]:
+    """Names that can only be Python's own number modules (`import math`, bound nowhere else, no parameter or
+    pattern of that name, no write through `globals()`): `math.sqrt(d)` is a scalar's function, not a tensor method."""
+    counts = bindings(tree)
+    shadowed = {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+    shadowed |= {n.name for n in ast.walk(tree) if isinstance(n, ast.MatchAs | ast.MatchStar) and n.name}
+    if counts.get("*"):
+        return set()
+    return {name for name, full in aliases.map.items()
+            if full in SCALAR_MODULES and counts.get(name) == 1 and name not in shadowed}  # fmt: skip
+
+
 def _compute_calls(tree: ast.Module, aliases: Aliases) -> list[str]:
     """PyTorch compute anywhere in the module: torch.X, F.X, nn modules called, tensor methods, `@`."""
     module_attrs = _nn_module_attrs(tree, aliases)
     extensions = _extensions(tree, aliases)
+    scalar_modules = _scalar_modules(tree, aliases)
     found: list[str] = _compute_references(tree, aliases)
     for node in ast.walk(tree):
         if isinstance(node, ast.BinOp | ast.AugAssign) and isinstance(node.op, ast.MatMult):
@@ -406,7 +421,7 @@ def _compute_calls(tree: ast.Module, aliases: Aliases) -> list[str]:
             and last in TENSOR_METHODS
             and not full.startswith("torch.")
             and name.split(".")[0] != "self"
-            and name.rsplit(".", 1)[0] not in extensions
+            and name.rsplit(".", 1)[0] not in extensions | scalar_modules
         ):
             found.append(f".{last}()")
     return sorted(set(found + _tensor_arithmetic(tree, aliases)))
