@@ -62,6 +62,7 @@ SHADOWED_MATH = {
     "a lambda's parameter": "import math\ng = lambda math: math.exp()\n",
     "a loop target": "import math\ndef f(x):\n    for math in [x]:\n        return math.log()\n",
     "written through globals()": "import math\nglobals()['ma' + 'th'] = torch\ndef f(x):\n    return math.sqrt(x)\n",
+    "math.prod of tensors (a * b)": "import math\ndef f(a, b):\n    return math.prod([a, b])\n",
 }
 
 

@@ -54,8 +54,10 @@ TENSOR_FACTS = {
     "ndimension", "get_device", "storage_offset", "is_floating_point", "is_complex", "nbytes",
 }  # fmt: skip
 PATCHABLE_ROOTS = {"torch", "time", "os", "sys", "builtins", "np", "numpy", "timeit", "F", "nn", "kevin_tui"}
-# Python's own number modules: their functions take numbers (a one-element tensor at most, given back as a number).
+# Python's own number modules: their functions take numbers (a one-element tensor at most, given back as a number),
+# except those that multiply or add what they are given as it is (`math.prod([a, b])` is `a * b` on tensors).
 SCALAR_MODULES = {"math", "cmath"}
+SCALAR_FUNCTIONS_ON_ANYTHING = {"prod", "sumprod"}
 MATMUL_DUNDERS = {"__matmul__", "__rmatmul__", "__imatmul__"}
 MATMUL_FUNCTIONS = {"operator.matmul", "operator.imatmul", "operator.__matmul__", "operator.__imatmul__"}
 TORCH_OP_NAMESPACES = ("torch.ops.", "torch._C._nn.", "torch._C._VariableFunctions.", "torch._C._linalg.")
@@ -421,7 +423,8 @@ def _compute_calls(tree: ast.Module, aliases: Aliases) -> list[str]:
             and last in TENSOR_METHODS
             and not full.startswith("torch.")
             and name.split(".")[0] != "self"
-            and name.rsplit(".", 1)[0] not in extensions | scalar_modules
+            and name.rsplit(".", 1)[0] not in extensions
+            and (name.rsplit(".", 1)[0] not in scalar_modules or last in SCALAR_FUNCTIONS_ON_ANYTHING)
         ):
             found.append(f".{last}()")
     return sorted(set(found + _tensor_arithmetic(tree, aliases)))
