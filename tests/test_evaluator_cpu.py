@@ -72,6 +72,20 @@ def test_adversarial_and_broken_candidates(relu, name, status, evidence):
     assert evidence in verdict.message, verdict.message
 
 
+def test_inputs_holding_nan_by_design_are_still_checked_unchanged(build_cache):
+    """NaN is not equal to itself: the reference's probe once read a NaN input as changed by the reference,
+    which allowed every candidate to change its inputs."""
+    problem = load_problem(PROBLEMS / "nan_inputs.py")
+    with Evaluator(
+        problem, EvalOptions(device="cpu", timing=False, cache_dir=build_cache), prespawn=False
+    ) as evaluator:
+        overwrites = check(evaluator, "nan_inputs_overwritten.py")
+        honest = check(evaluator, "honest/nanmean_masked.py")
+    assert overwrites.status is Status.INCORRECT and "changed its inputs in place" in overwrites.message
+    assert honest.status is Status.CORRECT, honest.message
+    assert next(c for c in honest.checks if c.name == "inputs unchanged").detail == ""  # not "changes them too"
+
+
 def test_mismatch_evidence(relu):
     mismatch = check(relu, "slightly_wrong.py").details["mismatch"]
     assert mismatch["max_abs_error"] > 0 and mismatch["max_rel_error"] == pytest.approx(1e-3, rel=0.01)

@@ -229,3 +229,4 @@ def test_a_problem_whose_inputs_no_seed_fixes_is_unusable_not_every_candidates_f
         probed("unseeded_inputs.py")
     probed("sorted_segments.py")  # a problem that draws alike stays usable
     probed("float_scalar.py")
+    probed("nan_inputs.py")  # NaN drawn twice is alike

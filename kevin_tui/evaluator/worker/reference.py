@@ -104,18 +104,6 @@ def _bounded(value: Any) -> Any:
     return value[:MAX_MESSAGE] if isinstance(value, str) else value
 
 
-def _drawn_alike(a: Any, b: Any) -> bool:
-    """Two draws of a problem's inputs are the same, value for value (NaN where the other has NaN)."""
-    if isinstance(a, torch.Tensor):
-        return isinstance(b, torch.Tensor) and common.same_values(a, b)
-    if type(a) in (list, tuple):
-        return type(b) is type(a) and len(a) == len(b) and all(map(_drawn_alike, a, b))
-    try:
-        return bool(a == b) or (a != a and b != b)  # a float NaN is alike
-    except Exception:  # a value that cannot be compared so (a dict of tensors): not called unlike
-        return True
-
-
 def _supported(value: Any) -> bool:
     if type(value) is torch.Tensor or type(value) in (int, float, bool, str) or value is None:
         return True
@@ -181,7 +169,7 @@ class Reference:
             again = sample(self.module.get_inputs, seed)
         except Exception as exc:
             raise ProblemBroken(f"{self.path}: get_inputs() raised {type(exc).__name__}: {exc}") from exc
-        if not _drawn_alike(drawn, again):
+        if not common.same(drawn, again):
             raise ProblemBroken(
                 f"{self.path}: get_inputs() drew other inputs from the same seed (it draws from something no seed "
                 "fixes: the clock, os.urandom, a generator of its own); both workers must draw the same inputs, "
