@@ -1,6 +1,6 @@
 """Kernels judged per minute by `kevin-tui batch` beside the sequential way, in the same run.
 
-    python3 bench/batch_bench.py [--problems 5] [--trajectories 2] [--turns 3] [--delay 6] [--rounds 1]
+    python3 bench/batch_bench.py [--problems 5] [--trajectories 2] [--turns 3] [--delay 2 6 12] [--rounds 1]
 
 Both modes run the same problems (tests/batch_problems.py: KernelBench level 1 with scripted
 Kevin-style replies whose verdicts are known), with the same scripted backend, each reply taking a
@@ -42,10 +42,10 @@ from tests.batch_problems import PLANS, write_script  # noqa: E402
 Verdicts = dict[tuple[str, int], list[str]]
 
 
-def configs(work: Path, args: argparse.Namespace) -> tuple[BatchConfig, tuple]:
+def configs(work: Path, args: argparse.Namespace, delay: float) -> tuple[BatchConfig, tuple]:
     plans = PLANS[: args.problems]
     script = write_script(work / "script.json", plans, args.turns)
-    backend = scripted_config(script, delay=args.delay, sampling=Sampling(seed=0))
+    backend = scripted_config(script, delay=delay, sampling=Sampling(seed=0))
     evaluation = EvalOptions(device="cpu", timing_trials=10, shapes="off", trials=2, cache_dir=work / "cache")
     problem = ProblemConfig(trajectories=args.trajectories, evaluation=evaluation)
     config = BatchConfig(backend=backend, problem=problem, problems=tuple(p.path for p in plans), turns=args.turns,
@@ -76,8 +76,7 @@ async def sequential(config: BatchConfig, plans: tuple, sessions: Path) -> None:
                         await driver.finish()
 
 
-def measure(mode: str, config: BatchConfig, plans: tuple, work: Path, round_: int) -> tuple[float, Verdicts]:
-    out = work / f"{mode}-{round_}"
+def measure(mode: str, config: BatchConfig, plans: tuple, out: Path) -> tuple[float, Verdicts]:
     started = time.perf_counter()
     if mode == "sequential":
         asyncio.run(sequential(config, plans, out / "sessions"))
@@ -87,43 +86,46 @@ def measure(mode: str, config: BatchConfig, plans: tuple, work: Path, round_: in
     return time.perf_counter() - started, verdicts_of(out / "sessions")
 
 
+def compare(args: argparse.Namespace, work: Path, delay: float) -> tuple[float, float]:
+    """The best seconds of each mode at one generation time; exits if their verdicts differ."""
+    config, plans = configs(work, args, delay)
+    kernels = len(plans) * args.trajectories * args.turns
+    print(f"batch bench: {len(plans)} problems x {args.trajectories} trajectories x {args.turns} turns = "
+          f"{kernels} kernels, {delay:.1f} s to generate each reply, evaluation on the CPU "
+          f"({os.cpu_count()} cores)")  # fmt: skip
+    times: dict[str, list[float]] = {"sequential": [], "batch": []}
+    verdicts: dict[str, Verdicts] = {}
+    for round_ in range(args.rounds):
+        for mode in ("sequential", "batch"):
+            seconds, found = measure(mode, config, plans, work / f"{delay:g}s-{mode}-{round_}")
+            times[mode].append(seconds)
+            assert verdicts.setdefault(mode, found) == found, f"{mode}: verdicts changed between rounds"
+            print(f"  round {round_ + 1} {mode:<10} {seconds:7.1f} s  {60 * kernels / seconds:6.1f} kernels/min",
+                  flush=True)  # fmt: skip
+    if verdicts["sequential"] != verdicts["batch"]:
+        print(f"verdicts DIFFERENT at {delay:g} s per reply: {verdicts}")
+        sys.exit(1)
+    return min(times["sequential"]), min(times["batch"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", type=int, default=5)
     parser.add_argument("--trajectories", type=int, default=2)
     parser.add_argument("--turns", type=int, default=3)
-    parser.add_argument("--delay", type=float, default=6.0, help="seconds each reply takes to generate")
+    parser.add_argument("--delay", type=float, nargs="+", default=[2.0, 6.0, 12.0],
+                        help="seconds each reply takes to generate (several: each in turn)")  # fmt: skip
     parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
+    kernels = min(args.problems, len(PLANS)) * args.trajectories * args.turns
     with tempfile.TemporaryDirectory(prefix="kevin-batch-bench-") as tmp:
         work = Path(tmp)
         os.environ["KEVIN_TUI_CACHE_DIR"] = str(work / "cache")
-        config, plans = configs(work, args)
-        kernels = len(plans) * args.trajectories * args.turns
-        print(f"batch bench: {len(plans)} problems x {args.trajectories} trajectories x {args.turns} turns = "
-              f"{kernels} kernels, {args.delay:.1f} s to generate each reply, evaluation on the CPU "
-              f"({os.cpu_count()} cores)")  # fmt: skip
-        times: dict[str, list[float]] = {"sequential": [], "batch": []}
-        verdicts: dict[str, Verdicts] = {}
-        for round_ in range(args.rounds):
-            for mode in ("sequential", "batch"):
-                seconds, found = measure(mode, config, plans, work, round_)
-                times[mode].append(seconds)
-                assert verdicts.setdefault(mode, found) == found, f"{mode}: verdicts changed between rounds"
-                print(f"  round {round_ + 1} {mode:<10} {seconds:7.1f} s  {60 * kernels / seconds:6.1f} kernels/min",
-                      flush=True)  # fmt: skip
-        base = min(times["sequential"])
-        best = min(times["batch"])
-        print(f"{'mode':<12}{'kernels':>8}{'best s':>9}{'kernels/min':>13}")
-        print(f"{'sequential':<12}{kernels:>8}{base:>9.1f}{60 * kernels / base:>13.1f}")
-        print(f"{'batch':<12}{kernels:>8}{best:>9.1f}{60 * kernels / best:>13.1f}   {base / best:.2f}x the baseline")
-        same = verdicts["sequential"] == verdicts["batch"]
-        print(
-            f"verdicts: {'the same' if same else 'DIFFERENT'} ({sum(len(v) for v in verdicts['batch'].values())} "
-            f"kernels in batch mode, {sum(len(v) for v in verdicts['sequential'].values())} in the baseline)"
-        )
-        if not same:
-            sys.exit(1)
+        best = {delay: compare(args, work, delay) for delay in args.delay}
+    print(f"\n{kernels} kernels per mode, same verdicts in both; kernels per minute (best of {args.rounds}):")
+    print(f"{'s per reply':>12}{'sequential':>12}{'batch':>9}{'ratio':>8}")
+    for delay, (base, batch) in best.items():
+        print(f"{delay:>12g}{60 * kernels / base:>12.1f}{60 * kernels / batch:>9.1f}{base / batch:>7.2f}x")
 
 
 if __name__ == "__main__":
