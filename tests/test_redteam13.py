@@ -82,6 +82,20 @@ def test_a_module_taken_from_sys_modules_by_a_constant_name_is_that_module(how):
     assert code in _codes(run_static_checks(source)), how
 
 
+COMPUTED_IMPORTS = {
+    "import_module": "import importlib\nnp = importlib.import_module(''.join(['nu', 'mpy']))\n",
+    "an alias of it": "from importlib import import_module as im\ndef f(name):\n    return im(name)\n",
+    "sys.modules": "import sys\ndef f(name):\n    return sys.modules[name]\n",
+}
+
+
+@pytest.mark.parametrize("how", sorted(COMPUTED_IMPORTS))
+def test_a_module_imported_by_a_computed_name_is_introspection(how):
+    """A module named by something the source does not spell out (numpy as `"".join(["nu", "mpy"])`) is a way round
+    every list of names, library_compute's included."""
+    assert "introspection" in _codes(run_static_checks(COMPUTED_IMPORTS[how])), how
+
+
 def test_a_plain_fact_from_sys_modules_is_no_finding():
     assert _codes(run_static_checks("import sys\nVERSION = sys.modules['torch'].__version__\n")) == ["no_custom_kernel"]
 

@@ -177,13 +177,12 @@ def helper_path(problem: Path) -> Path:
 
 def helper_text(
     kernel: Path, problem: Problem, backward: str = "recompute", backward_kernel: Path | None = None,
-    modes: tuple[str, ...] | None = None,
+    modes: tuple[str, ...] = ("train", "eval"),
 ) -> str:  # fmt: skip
     """install_template.py with this kernel's settings; `backward` is "kernel" only once the check
-    has matched the kernel's own gradients to the reference's. `modes`: where the kernel runs, by default only the
-    mode its problem was made in (what the evaluator judged); the check adds the other where it proves it."""
+    has matched the kernel's own gradients to the reference's. `modes`: where the kernel runs; unchecked, in both (as
+    the kernel is unproven in your model anyway), checked, in those the check proved."""
     origin = origin_of(problem)
-    modes = modes or (("train",) if origin["training"] else ("eval",))
     helper_dir = problem.path.parent
     source = problem.path.parent / origin["root"] / origin["class_file"]
     settings = {

@@ -50,8 +50,9 @@ SOURCE = "model.py"  # the file that defines CLASS, relative to this file
 BACKWARD = "recompute"  # gradients: "recompute" (CLASS's, by construction), "kernel" (its own, checked) or
 # "backward_kernel" (BACKWARD_KERNEL's, checked)
 BACKWARD_KERNEL = None  # a kernel for CLASS's backward problem (`optimize --backward`), relative to this file
-MODES = ("train", "eval")  # the modes the kernel runs in (its problem's, and the other where apply --check found the
-# model the same with it); in another, CLASS's own forward runs (a kernel leaving out dropout is right in eval only)
+MODES = ("train", "eval")  # the modes the kernel runs in (after apply --check, those it proved: the mode checked, and
+# the other where the model was the same with it); in another, CLASS's own forward runs (a kernel leaving out
+# dropout is right in eval mode only)
 # -- end of settings --
 
 ENABLED = os.environ.get("KEVIN_TUI_KERNELS", "on").lower() not in ("off", "0", "false", "no")

@@ -608,10 +608,18 @@ def _calls_in(tree: ast.Module, aliases: Aliases, names: set[str], modules: set[
     return sorted(found)
 
 
+IMPORTERS = {"importlib.import_module", "importlib.__import__", "builtins.__import__", "__import__", "sys.modules.get"}
+
+
 def _dynamic_torch_access(tree: ast.Module, aliases: Aliases) -> list[str]:
-    """getattr(torch, <computed name>): a way round every name-based check."""
+    """getattr(torch, <computed name>), and a module imported or taken from sys.modules by a computed name (one
+    spelt out was already read as that module): ways round every name-based check."""
     found = []
     for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (name := dotted_name(node.func)) and aliases.resolve(name) in IMPORTERS:
+            found.append(f"{name}(<computed>)")
+        elif isinstance(node, ast.Subscript) and dotted_name(node.value) in ("sys.modules",):
+            found.append("sys.modules[<computed>]")
         if isinstance(node, ast.Call) and dotted_name(node.func) == "getattr" and len(node.args) >= 2:
             target = dotted_name(node.args[0])
             if (
