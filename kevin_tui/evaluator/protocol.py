@@ -134,7 +134,11 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
         },
         "ncu_done": {},
         "sanitized": {},
-        "ops": {"op_counts": lambda v: _mapping(v) and all(_string(k) and _integer(n) for k, n in v.items())},
+        "ops": {
+            "op_counts": lambda v: _mapping(v) and all(_string(k) and _integer(n) for k, n in v.items()),
+            "unseen": lambda v: _string_list(v) and len(v) <= 5,
+            "path": _optional(_string),
+        },
         "timer_ready": {},
         "round_done": {
             "round": _integer,
@@ -170,6 +174,7 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
             "precision": _optional(lambda v: _mapping(v) and all(_number(x) for x in v.values())),
         },
         "changed_ready": {"path": _string, "index": _integer, "reason": _string},
+        "fresh_ready": {"path": _string, "index": _integer},
         "timer_ready": {},
         "round_done": {
             "round": _integer,

@@ -26,7 +26,7 @@ from kevin_tui.usermodel.runner import UserModelProblem, run_worker
 from kevin_tui.usermodel.specs import ModelSpec
 
 TEMPLATE = Path(__file__).with_name("install_template.py")
-SETTING = re.compile(r"^(KERNEL|PROBLEM|CLASS|SOURCE|BACKWARD|BACKWARD_KERNEL) = .*?(  # .*)$", re.M)
+SETTING = re.compile(r"^(KERNEL|PROBLEM|CLASS|SOURCE|BACKWARD|BACKWARD_KERNEL|MODES) = .*?(  # .*)$", re.M)
 KERNEL_SPEEDUP = re.compile(r"^# Kevin kernel for .*?: ([\d.]+)x vs eager", re.M)
 KERNEL_SESSION = re.compile(r"^# session (\S+), turn", re.M)
 
@@ -90,6 +90,9 @@ def check_lines(check: dict[str, Any], model: str) -> list[str]:
         return [*lines, *(training_lines(check["training"]) if check.get("training") else []),
                 f"  FAILED: {check['message']}"]  # fmt: skip
     lines.append(f"  outputs match (largest difference {check['max_abs_diff']:.3g})")
+    if why := check.get("other_mode"):
+        lines.append(f"  the kernel runs in {check['modes'][0]} mode only: {why}; in the other the helper runs your "
+                     "module's own forward")  # fmt: skip
     lines.append(f"  end to end: {check['before_ms']:.3f} ms before, {check['after_ms']:.3f} ms after "
                  f"(median of {check['rounds']} interleaved rounds): {speed_text(check)}")  # fmt: skip
     return lines + training_lines(check.get("training"))
@@ -173,10 +176,12 @@ def helper_path(problem: Path) -> Path:
 
 
 def helper_text(
-    kernel: Path, problem: Problem, backward: str = "recompute", backward_kernel: Path | None = None
-) -> str:
+    kernel: Path, problem: Problem, backward: str = "recompute", backward_kernel: Path | None = None,
+    modes: tuple[str, ...] = ("train", "eval"),
+) -> str:  # fmt: skip
     """install_template.py with this kernel's settings; `backward` is "kernel" only once the check
-    has matched the kernel's own gradients to the reference's."""
+    has matched the kernel's own gradients to the reference's. `modes`: where the kernel runs; unchecked, in both (as
+    the kernel is unproven in your model anyway), checked, in those the check proved."""
     origin = origin_of(problem)
     helper_dir = problem.path.parent
     source = problem.path.parent / origin["root"] / origin["class_file"]
@@ -187,6 +192,7 @@ def helper_text(
         "SOURCE": repr(os.path.relpath(source.resolve(), helper_dir.resolve())),
         "BACKWARD": repr("backward_kernel" if backward_kernel else backward),
         "BACKWARD_KERNEL": repr(backward_kernel and os.path.relpath(backward_kernel.resolve(), helper_dir.resolve())),
+        "MODES": repr(tuple(modes)),
     }
     text = SETTING.sub(lambda m: f"{m[1]} = {settings[m[1]]}{m[2]}", TEMPLATE.read_text())
     header = (
@@ -250,9 +256,8 @@ def apply_kernel(
         if not applied.check["passed"]:
             return applied
         backward = applied.check.get("training", {}).get("backward", "recompute")
-        if backward == "kernel":
-            text = helper_text(kernel, found, backward)
-            helper.write_text(text)
+        text = helper_text(kernel, found, backward, backward_kernel, tuple(applied.check["modes"]))
+        helper.write_text(text)
     if git:
         try:
             repo = KernelRepo.find(helper, init=git_init)

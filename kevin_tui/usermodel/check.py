@@ -51,6 +51,10 @@ def import_helper(path: Path) -> Any:
     return import_file(path, f"kevin_apply_{path.stem}")
 
 
+MODES = ("train", "eval")
+OTHER_MODE_SEED = 20250601
+
+
 def install(helper: Any, model: nn.Module, backward: str = "recompute") -> tuple[nn.Module, list[str], list[str]]:
     """A copy of the model with the kernel installed, the swapped paths and the ones left alone."""
     found = helper.matches(model)
@@ -181,6 +185,7 @@ def check(
 ) -> dict:  # fmt: skip
     """`fresh`: other inputs (new values, another batch size) the gradients are compared on too."""
     helper = import_helper(helper_path)
+    helper.MODES = MODES  # the kernel in every mode while it is checked: what it is used in is decided here
     after, swapped, left = install(helper, model)
     expected = run_forward(model, args)
     try:
@@ -193,6 +198,9 @@ def check(
     result: dict[str, Any] = {"swapped": swapped, "left": left, "max_abs_diff": difference}
     if why:
         return {**result, "passed": False, "message": f"outputs differ: {why}"}
+    result["modes"], other_mode = proven_modes(model, after, args, rtol, atol)
+    if other_mode:
+        result["other_mode"] = other_mode
     rounds = int(options.get("rounds", 20))
     if trainable(model, args):
         after, training, why = check_training(helper, model, after, args, expected, options, fresh)
@@ -206,6 +214,29 @@ def check(
                      training_step(copy.deepcopy(after), args, weights), device, rounds)  # fmt: skip
         result["training"]["step"] = step
     return {**result, "passed": True, "message": "outputs match"}
+
+
+def proven_modes(
+    model: nn.Module, after: nn.Module, args: list[Any], rtol: float | None, atol: float | None
+) -> tuple[list[str], str | None]:  # fmt: skip
+    """The modes the kernel may run in: the one checked, and the other (train or eval) where the model with the kernel
+    gives the model's output there too, each drawing from the same seed (so dropout draws alike); else why not. A
+    kernel judged in eval mode that leaves out its block's dropout passed and was then used in training."""
+    checked = "train" if model.training else "eval"
+    other = "eval" if model.training else "train"
+    before, with_kernel = copy.deepcopy(model).train(not model.training), copy.deepcopy(after).train(not model.training)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(OTHER_MODE_SEED)
+        expected = run_forward(before, args)
+        torch.manual_seed(OTHER_MODE_SEED)
+        try:
+            got = run_forward(with_kernel, args)
+        except UserModelError as exc:
+            return [checked], f"in {other} mode the model with it fails: {exc}"
+    why, _ = compare(expected, got, rtol, atol)
+    if why:
+        return [checked], f"in {other} mode its outputs differ from your model's: {why}"
+    return [checked, other], None
 
 
 def check_training(

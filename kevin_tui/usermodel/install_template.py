@@ -50,6 +50,9 @@ SOURCE = "model.py"  # the file that defines CLASS, relative to this file
 BACKWARD = "recompute"  # gradients: "recompute" (CLASS's, by construction), "kernel" (its own, checked) or
 # "backward_kernel" (BACKWARD_KERNEL's, checked)
 BACKWARD_KERNEL = None  # a kernel for CLASS's backward problem (`optimize --backward`), relative to this file
+MODES = ("train", "eval")  # the modes the kernel runs in (after apply --check, those it proved: the mode checked, and
+# the other where the model was the same with it); in another, CLASS's own forward runs (a kernel leaving out
+# dropout is right in eval mode only)
 # -- end of settings --
 
 ENABLED = os.environ.get("KEVIN_TUI_KERNELS", "on").lower() not in ("off", "0", "false", "no")
@@ -165,6 +168,8 @@ def _installed_class(original: type[nn.Module]) -> type:
     def forward(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             args = operator.positional(args, kwargs)
+        if ("train" if self.training else "eval") not in MODES:
+            return operator.original(self, args)
         direct = not torch.compiler.is_compiling() and not needs_grad(self, args)
         if direct or self.kevin_backward == "kernel":
             return kernel.forward(self, *args)
@@ -225,6 +230,12 @@ class KernelOperator:
         layout = repr([None if isinstance(a, torch.Tensor) else (a,) for a in args])
         outputs = self.op(tensors, layout, module.training, module.kevin_backward)
         return tuple(outputs) if self.returns_tuple else outputs[0]
+
+    def original(self, module: nn.Module, args: tuple[Any, ...]) -> Any:
+        """CLASS's own forward on the module's parameters and buffers, in its mode: where the kernel is not proven."""
+        named = {**dict(module.named_parameters()), **dict(module.named_buffers())}
+        self.reference.train(module.training)
+        return functional_call(self.reference, {k: v for k, v in named.items() if k in self.reference_state}, args)
 
     def _returns_tuple(self) -> bool:
         try:

@@ -121,6 +121,7 @@ class HostRun:
     checks: list[Check] = field(default_factory=list)
     builds: list[BuildRecord] = field(default_factory=list)
     op_counts: dict[str, int] = field(default_factory=dict)
+    ops_unseen: list[str] = field(default_factory=list)  # why the op count may not have seen all of forward
     evaluation: int = 0
     cache_before: dict[str, list[int] | None] = field(default_factory=dict)
     precision: dict[str, float] | None = None  # error shares as the judge measured them (the least precise seen)
@@ -214,6 +215,8 @@ class HostRun:
             verdict.details.setdefault("builds", [b.summary() for b in self.builds])
         if self.op_counts:
             verdict.details["op_counts"] = self.op_counts
+        if self.ops_unseen:
+            verdict.details["ops_unseen"] = self.ops_unseen
         verdict.details["seed"] = self.seed
         return verdict
 
@@ -367,13 +370,25 @@ class HostRun:
             verdict.evidence["coverage"] = coverage
 
     def count_ops(self) -> None:
-        """What PyTorch ops one forward dispatches: evidence shown with a correct verdict. The candidate's
-        process reports it, so it is never a check; a failure here leaves the verdict as it is."""
-        self.worker.send({"cmd": "count"})
+        """What PyTorch ops one forward dispatches, on a fresh sample the candidate never saw: evidence shown with a
+        correct verdict, which the candidate's process reports (no report, or a count it says it could not make
+        whole, is `ops_unseen`, never a clean count); the call's output is judged like a trial's."""
+        fresh = self.reference.ask({"cmd": "fresh", "eval": self.evaluation, "seed": secrets.randbits(62)},
+                                   "fresh_ready")  # fmt: skip
+        index = fresh["index"]
+        given = self.give_input(fresh["path"], f"in-{index}.kt")
+        self.worker.send({"cmd": "count", "index": index, "inputs": str(given)})
         try:
-            self.op_counts = self.expect("ops")["op_counts"]
-        except (Decided, WorkerGone, WorkerTimeout, ProtocolViolation):
-            self.op_counts = {}
+            counted = self.expect("ops")
+        except (Decided, WorkerGone, WorkerTimeout, ProtocolViolation) as exc:
+            why = exc.verdict.message if isinstance(exc, Decided) else str(exc) or type(exc).__name__
+            self.ops_unseen = [f"no op count came back ({why[:200]})"]
+            return
+        self.op_counts, self.ops_unseen = counted["op_counts"], counted["unseen"]
+        if counted["path"] is not None:
+            taken = self.take_output(counted["path"], f"out-{index}.kt", f"eval-{self.evaluation}-count.kt")
+            self.judge({"cmd": "judge", "eval": self.evaluation, "trial": index, "path": str(taken),
+                        "label": "the call whose ops were counted (fresh inputs)", "runs": ["count"]})  # fmt: skip
 
     def load(self) -> None:
         ready = self.reference.ready()

@@ -41,9 +41,12 @@ from kevin_tui.problem import Problem, top_level_names
 ProgressFn = Callable[[str, str], None]
 # Findings of the run, not of the source, that --strict rejects like a static one: a kernel the host never
 # built, a much larger error against float64 than the reference's own, PyTorch compute dispatched inside
-# forward (what the static check's name lists miss, e.g. `nn.ReLU()(x)`, seen as it ran), and PyTorch compute
-# in the C++/CUDA text the host built (sources made at runtime, which the static checks cannot read).
-STRICT_RUNTIME = ("no_custom_kernel", "lower_precision", "torch_compute_at_runtime", "torch_compute_in_extension")
+# forward (what the static check's name lists miss, e.g. `nn.ReLU()(x)`, seen as it ran), an op count that could
+# not see all of forward (threads or processes of the candidate's beside it, no count, a failure under it), and
+# PyTorch compute in the C++/CUDA text the host built (sources made at runtime, which the static checks cannot read).
+STRICT_RUNTIME = (
+    "no_custom_kernel", "lower_precision", "torch_compute_at_runtime", "torch_compute_in_extension", "ops_unseen",
+)  # fmt: skip
 
 
 def _syntax_verdict(exc: SyntaxError) -> Verdict:
@@ -69,6 +72,9 @@ def runtime_evidence(verdict: Verdict, static: list[Warning_], source: str) -> l
     if ops := verdict.details.get("op_counts"):
         listed = ", ".join(f"{n} {name}" for name, n in sorted(ops.items(), key=lambda item: -item[1])[:5])
         found.append(Warning_("torch_compute_at_runtime", f"forward dispatched PyTorch compute ops: {listed}"))
+    if unseen := verdict.details.get("ops_unseen"):
+        found.append(Warning_("ops_unseen", f"the op count could not see all of forward: {'; '.join(unseen)[:400]} "
+                              "(a dispatch mode sees only the thread it is entered on)"))  # fmt: skip
     return found
 
 

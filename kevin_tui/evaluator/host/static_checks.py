@@ -61,6 +61,18 @@ SCALAR_FUNCTIONS_ON_ANYTHING = {"prod", "sumprod"}
 MATMUL_DUNDERS = {"__matmul__", "__rmatmul__", "__imatmul__"}
 MATMUL_FUNCTIONS = {"operator.matmul", "operator.imatmul", "operator.__matmul__", "operator.__imatmul__"}
 TORCH_OP_NAMESPACES = ("torch.ops.", "torch._C._nn.", "torch._C._VariableFunctions.", "torch._C._linalg.")
+# Other array libraries: their work is neither a kernel of the candidate's nor an op the runtime count sees
+# (`np.clip(x.numpy(), 0, None)` is a ReLU nobody dispatches), so their functions are compute, and so is handing a
+# tensor to one (`.numpy()`, `__array__`, DLPack: an ndarray's own methods compute where no name can show it).
+# Only their types and constants are not.
+ARRAY_LIBRARIES = {
+    "numpy", "scipy", "cupy", "cupyx", "jax", "jaxlib", "tensorflow", "mlx", "dask", "pandas", "numexpr", "sklearn",
+}  # fmt: skip
+ARRAY_FACTS = {
+    "dtype", "ndarray", "finfo", "iinfo", "pi", "e", "inf", "nan", "newaxis", "bool_", "float16", "float32",
+    "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "complex64", "complex128",
+}  # fmt: skip
+TENSOR_EXITS = {"numpy", "__array__", "__array_interface__", "__cuda_array_interface__", "__dlpack__", "to_dlpack"}
 EXIT_METHODS = {"__exit__", "__aexit__"}
 EXIT_STACKS = {"contextlib.ExitStack", "contextlib.AsyncExitStack"}
 STREAM_PATTERN = re.compile(
@@ -126,7 +138,8 @@ def _dotted_node(name: str) -> ast.expr:
 class _SeeThrough(ast.NodeTransformer):
     """Rewrites what names an attribute or a module by a constant into that attribute or module:
     `getattr(torch, "re" + "lu")` -> `torch.relu`, `vars(F)["gelu"]` and `F.__dict__["gelu"]` -> `F.gelu`,
-    `x.__getattribute__("relu")` -> `x.relu`, `importlib.import_module("torch.nn.functional")` -> that module."""
+    `x.__getattribute__("relu")` -> `x.relu`, `importlib.import_module("torch.nn.functional")` and
+    `sys.modules["torch.nn.functional"]` (or `.get(...)`) -> that module."""
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
@@ -139,7 +152,7 @@ class _SeeThrough(ast.NodeTransformer):
         dunder = isinstance(func, ast.Attribute) and func.attr == "__getattribute__" and len(args) == 1
         if dunder and isinstance(func, ast.Attribute) and (attr := _constant_string(args[0])) and attr.isidentifier():
             return ast.copy_location(ast.Attribute(func.value, attr, ast.Load()), node)
-        if name in ("importlib.import_module", "import_module", "__import__") and args:
+        if name in ("importlib.import_module", "import_module", "__import__", "sys.modules.get") and args:
             module = _constant_string(args[0])
             if module and all(part.isidentifier() for part in module.split(".")):
                 return ast.copy_location(_dotted_node(module), node)
@@ -148,9 +161,11 @@ class _SeeThrough(ast.NodeTransformer):
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
         self.generic_visit(node)
         key = _constant_string(node.slice)
+        owner = node.value
+        if key and dotted_name(owner) == "sys.modules" and all(part.isidentifier() for part in key.split(".")):
+            return ast.copy_location(_dotted_node(key), node)
         if not key or not key.isidentifier():
             return node
-        owner = node.value
         if isinstance(owner, ast.Attribute) and owner.attr == "__dict__":
             return ast.copy_location(ast.Attribute(owner.value, key, ast.Load()), node)
         if isinstance(owner, ast.Call) and dotted_name(owner.func) == "vars" and len(owner.args) == 1:
@@ -478,6 +493,27 @@ def _tensor_arithmetic(tree: ast.Module, aliases: Aliases) -> list[str]:
     return found
 
 
+def _library_function(full: str) -> bool:
+    """A function of another array library by its resolved name (numpy.clip; not numpy.float32, not numpy itself)."""
+    root, _, rest = full.partition(".")
+    return root in ARRAY_LIBRARIES and bool(rest) and full.rsplit(".", 1)[-1] not in ARRAY_FACTS
+
+
+def _library_compute(tree: ast.Module, aliases: Aliases) -> list[str]:
+    """Functions of another array library, named anywhere (called, kept, imported by name), and tensors handed to
+    one: work no kernel of the candidate's does and no op count sees."""
+    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute | ast.Name) or not isinstance(node.ctx, ast.Load) or id(node) in inner:
+            continue
+        if isinstance(node, ast.Attribute) and node.attr in TENSOR_EXITS:
+            found.append(f".{node.attr}")
+        elif (name := dotted_name(node)) and _library_function(full := aliases.resolve(name)):
+            found.append(full)
+    return found
+
+
 def _watch_probes(tree: ast.Module, aliases: Aliases) -> list[str]:
     """References to what tells a call it is being counted or profiled."""
     found = []
@@ -572,10 +608,18 @@ def _calls_in(tree: ast.Module, aliases: Aliases, names: set[str], modules: set[
     return sorted(found)
 
 
+IMPORTERS = {"importlib.import_module", "importlib.__import__", "builtins.__import__", "__import__", "sys.modules.get"}
+
+
 def _dynamic_torch_access(tree: ast.Module, aliases: Aliases) -> list[str]:
-    """getattr(torch, <computed name>): a way round every name-based check."""
+    """getattr(torch, <computed name>), and a module imported or taken from sys.modules by a computed name (one
+    spelt out was already read as that module): ways round every name-based check."""
     found = []
     for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (name := dotted_name(node.func)) and aliases.resolve(name) in IMPORTERS:
+            found.append(f"{name}(<computed>)")
+        elif isinstance(node, ast.Subscript) and dotted_name(node.value) in ("sys.modules",):
+            found.append("sys.modules[<computed>]")
         if isinstance(node, ast.Call) and dotted_name(node.func) == "getattr" and len(node.args) >= 2:
             target = dotted_name(node.args[0])
             if (
@@ -638,6 +682,9 @@ def run_static_checks(source: str) -> list[Warning_]:
     cpp_calls = [f"{name} (C++)" for name in cpp_torch_compute("\n".join(code_strings(tree)))]
     if ops := _compute_calls(tree, aliases) + cpp_calls:
         add("torch_compute_ops", f"the candidate computes with PyTorch ops: {', '.join(ops[:6])}")
+    if found := _library_compute(tree, aliases):
+        listed = ", ".join(sorted(set(found))[:5])
+        add("library_compute", f"the candidate computes with another array library, or hands tensors to one: {listed}")
     if _fallbacks(tree, aliases):
         add("try_except_fallback", "try/except, contextlib.suppress or a context manager whose __exit__ can swallow "
             "exceptions: a fallback to PyTorch hides a failing kernel")  # fmt: skip

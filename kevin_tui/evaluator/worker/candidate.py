@@ -20,7 +20,7 @@ from kevin_tui.evaluator.worker import common, tensorfile
 from kevin_tui.evaluator.worker.build_client import CUDA_CALLED, PROFILING, BuildClient
 from kevin_tui.evaluator.worker.capture import aliases, leaves, model_tensors, no_modes, snapshot
 from kevin_tui.evaluator.worker.channel import Channel
-from kevin_tui.evaluator.worker.guards import IdentityGuard, LeftoverGuard
+from kevin_tui.evaluator.worker.guards import Elsewhere, IdentityGuard, LeftoverGuard
 from kevin_tui.evaluator.worker.inputs import TimedInputs
 from kevin_tui.evaluator.worker.opcount import count_ops
 from kevin_tui.evaluator.worker.reference import write_record
@@ -98,6 +98,7 @@ class CandidateRun:
         self.get_inputs, self.reference_class = self.problem.get_inputs, self.problem.Model
         self.builds.install()
         self.identity = IdentityGuard()
+        self.elsewhere = Elsewhere()
         module = self.guarded(
             "importing the candidate", lambda: common.import_file(self.request["candidate_path"], "kevin_candidate")
         )
@@ -197,18 +198,33 @@ class CandidateRun:
         self.channel.emit("sanitized")
 
     def count(self, command: dict[str, Any]) -> None:
-        """Evidence, asked for last: the PyTorch compute ops one forward call dispatches (counting
-        leaves the process slower, so it never happens before timing)."""
+        """Evidence, asked for last (counting leaves the process slower, so it never happens before timing): the
+        PyTorch compute ops one forward call dispatches, on a fresh sample it never saw (on a trial's inputs a kernel
+        replayed its stored answer and dispatched nothing), its output written to be judged like a trial's. Named
+        with it (`unseen`): what of the candidate's could run PyTorch beside the counted thread, or that forward
+        failed under the count (a kernel that cannot run under a dispatch mode is not wrong for it, only unseen)."""
+        index = command["index"]
+        args = common.to_device(tensorfile.read(Path(command["inputs"])), self.device)
+        counts: dict[str, int] = {}
+        path: Path | None = None
 
-        def run():
+        def run() -> tuple[Any, list[str]]:  # as `forward`, without its profiler (which may start a thread)
             with torch.no_grad():
-                return self.model(*common.clone(self.first_args))
+                out = self.model(*args)
+            common.synchronize(self.device)
+            with no_modes():
+                return snapshot(out), aliases(out, args, model_tensors(self.model))
 
         try:
-            _, counts = count_ops(run)
-        except Exception:
-            counts = {}  # evidence only: a kernel that cannot run under a dispatch mode is not wrong for it
-        self.channel.emit("ops", op_counts=counts)
+            ((out, out_aliases), counts), unseen = self.elsewhere.around(
+                lambda: self.guarded("forward (its ops counted)", lambda: count_ops(run))
+            )
+        except Failure as failure:
+            unseen = [f"forward failed while its ops were counted: {failure.message[:300]}"]
+        else:
+            path = self.scratch / f"out-{index}.kt"
+            write_record(path, {"count": out}, out_aliases)
+        self.channel.emit("ops", op_counts=counts, unseen=unseen, path=str(path) if path else None)
 
     def trial(self, command: dict[str, Any]) -> None:
         index = command["index"]

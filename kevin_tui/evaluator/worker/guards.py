@@ -10,10 +10,15 @@ the plain cheats precisely, at no cost.
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 WATCHED = (
     "time.perf_counter", "time.perf_counter_ns", "time.time", "time.monotonic",
@@ -138,3 +143,47 @@ class LeftoverGuard:
         found = [f"thread {t.name!r}" for t in busy(new)]
         found += [f"child process {pid}" for pid in sorted(child_pids() - self.children)]
         return found
+
+
+def _last_pid() -> int | None:
+    """The last id (of a thread or a process) allocated in this PID namespace, where it is the sandbox's own (this
+    worker's parent is its first process): any task started there since moves it."""
+    if os.getppid() != 1:
+        return None
+    try:
+        return int(Path("/proc/sys/kernel/ns_last_pid").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _other_processes() -> set[int]:
+    """Every process but this one and its sandbox's first process (the supervisor), where the namespace is the
+    sandbox's own: a child, or a `setsid` daemon reparented to the supervisor."""
+    if os.getppid() != 1:
+        return child_pids()
+    return {int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()} - {1, os.getpid()}
+
+
+class Elsewhere:
+    """Where PyTorch could run beside a forward call unseen by the op count, a dispatch mode that sees only the
+    thread it is entered on: Python threads of the candidate's (a pool started at import), other processes, and any
+    thread or process started during the counted call (seen in the PID namespace's last id, so a thread started and
+    joined inside forward shows too). Made before the candidate is imported: the worker's own threads and processes
+    are known."""
+
+    def __init__(self) -> None:
+        self.threads = set(sys._current_frames())
+        self.processes = _other_processes()
+
+    def around(self, call: Callable[[], T]) -> tuple[T, list[str]]:
+        """`call()`, and what of the candidate's could have run PyTorch beside it."""
+        before = _last_pid()
+        result = call()
+        found = []
+        if before is not None and _last_pid() != before:
+            found.append("a thread or process was started during the counted call")
+        if threads := set(sys._current_frames()) - self.threads - {threading.get_ident()}:
+            found.append(f"{len(threads)} Python thread(s) of the candidate's alive")
+        if processes := _other_processes() - self.processes:
+            found.append(f"{len(processes)} other process(es) alive beside the worker")
+        return result, found

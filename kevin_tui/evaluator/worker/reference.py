@@ -136,7 +136,8 @@ class Reference:
         self.outputs: dict[int, list[Any]] = {}
         self.first_args: list[Any] = []  # the first trial's inputs, which the in-place-change trial changes
         self.trial_args: list[list[Any]] = []  # every trial's inputs (a float64 run of one on a close miss)
-        self.sized_args: dict[int, tuple[list[Any], dict[str, int]]] = {}  # another size's inputs and sizes, by output
+        # another size's inputs and sizes (or a fresh sample's, at the problem's sizes), by output
+        self.sized_args: dict[int, tuple[list[Any], dict[str, int]]] = {}
         self.changed_inputs: tuple[list[Any], dict[str, Any]] = ([], {})  # the in-place trial's inputs, parameters
         self.precise_trials: dict[int, Any] = {}  # trial outputs computed in float64 when first asked (None: cannot be)
         self.timers: dict[str, Timer] = {}
@@ -394,6 +395,19 @@ class Reference:
             found.append([label, str(path), len(outputs) - 1])
         self.channel.emit("shapes_ready", variants=found)
 
+    def fresh(self, command: dict[str, Any]) -> None:
+        """One fresh sample from a seed the host drew in secret, and its expected output, for the call whose ops are
+        counted: inputs the candidate never saw, so it cannot answer them from memory."""
+        args = sample(self.module.get_inputs, command["seed"])
+        with no_modes():
+            out = snapshot(self.forward(common.to_device(args, self.device)))
+        outputs = self.outputs.setdefault(command["eval"], [])
+        outputs.append(out)
+        self.sized_args[len(outputs) - 1] = (args, {})  # its float64 output, as another size's: at the same sizes
+        path = self.outbox / f"eval-{command['eval']}-fresh.kt"
+        tensorfile.write(path, args)
+        self.channel.emit("fresh_ready", path=str(path), index=len(outputs) - 1)
+
     # -- timing ------------------------------------------------------------------
 
     def timer_for(self, command: dict[str, Any]) -> None:
@@ -542,6 +556,7 @@ def run_reference(request: dict[str, Any], channel: Channel) -> None:
         "measure_peaks": reference.measure_peaks,
         "shapes": reference.shapes,
         "changed": reference.changed,
+        "fresh": reference.fresh,
     }
     while (command := channel.next_command())["cmd"] != "exit":
         handlers[command["cmd"]](command)
