@@ -11,15 +11,17 @@ import importlib.util
 import os
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import torch
 
-from kevin_tui.evaluator import EvalOptions, Evaluator, Status
+from kevin_tui.evaluator import EvalOptions, Evaluator, Status, Verdict
+from kevin_tui.evaluator.host import builds
 from kevin_tui.evaluator.host.builds import FlagRefused, normalise_flags
-from kevin_tui.evaluator.host.sandbox import worker_env
-from tests.conftest import candidate, gone_within, processes_with
+from kevin_tui.evaluator.host.sandbox import Bind, worker_env
+from tests.conftest import CANDIDATES, candidate, gone_within, processes_with
 
 NVCC_AVAILABLE = Path(worker_env().get("CUDA_HOME", "/nonexistent"), "bin", "nvcc").exists()
 needs_nvcc = pytest.mark.skipif(not NVCC_AVAILABLE, reason="needs the CUDA toolkit (nvcc)")
@@ -36,29 +38,88 @@ def build_dirs(verdict) -> list[Path]:
     return [Path(b["directory"]) for b in verdict.details.get("builds", [])]
 
 
-def test_cpp_candidate_built_cold_with_gpp_is_correct_and_reused(relu_problem, tmp_path):
-    """The one deliberately cold build (the others share a build cache that CI keeps between runs):
-    headers precompiled, extension compiled, then found in the cache; then its library is changed
-    (what a poisoned entry looks like, in this cache of its own: no test beside it loads it) and it is
-    never loaded again, but rebuilt."""
-    options = EvalOptions(device="cpu", timing=False, cache_dir=tmp_path / "cold-cache", build_timeout_s=600)
-    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
-        cold = evaluator.evaluate(candidate("relu_cpp.py"))
-        assert cold.status is Status.CORRECT, cold.message
-        warm = evaluator.evaluate(candidate("relu_cpp.py"))
-        assert warm.status is Status.CORRECT
-        (cold_build,), (warm_build,) = cold.details["builds"], warm.details["builds"]
-        assert cold_build["directory"] == warm_build["directory"] and not cold_build["cached"]
-        assert warm_build["cached"] and warm.phases_s["build"] < cold.phases_s["build"]
+@dataclass
+class ColdRun:
+    cache: Path
+    cold: Verdict
+    attack: Verdict
+    headers: dict[Path, str]  # every stored header's text, as the attack left it
+    warm: Verdict
+    library: Path
+    poisoned: bytes
+    again: Verdict
+    seen: list[tuple[str, list[Bind]]]  # every worker's scratch name and binds
 
-        library = Path(cold_build["directory"]) / "relu_ext.so"
-        poisoned = library.read_bytes()[:-16] + b"\0" * 16
-        library.write_bytes(poisoned)
-        again = evaluator.evaluate(candidate("relu_cpp.py"))
+
+@pytest.fixture(scope="module")
+def cold_run(relu_problem, tmp_path_factory) -> ColdRun:
+    """The one deliberately cold build (the others share a build cache that CI keeps between runs), in a
+    cache of its own, every worker its evaluator starts recorded with its binds: an honest C++ kernel built
+    from nothing (the trusted step makes its precompiled header, a builder the extension); the newline-flag
+    attack on those headers; the kernel again (found in the cache); then its library changed (what a
+    poisoned entry looks like: no test beside it loads this cache) and the kernel judged once more, so a
+    builder really compiles it again with the headers the attack left."""
+    seen: list[tuple[str, list[Bind]]] = []
+
+    class Recorded(builds.WorkerProcess):
+        def __init__(self, role, scratch, env, sandbox, binds, limits, prefix=()):
+            seen.append((scratch.name, list(binds)))
+            super().__init__(role, scratch, env, sandbox, binds, limits, prefix)
+
+    cache = tmp_path_factory.mktemp("cold") / "cold-cache"
+    options = EvalOptions(device="cpu", timing=False, cache_dir=cache, build_timeout_s=600)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(builds, "WorkerProcess", Recorded)
+        with Evaluator(relu_problem, options, prespawn=False) as evaluator:
+            cold = evaluator.evaluate(candidate("relu_cpp.py"))
+            assert cold.status is Status.CORRECT, cold.message  # what follows needs its build
+            attack = evaluator.evaluate((CANDIDATES / "trust3" / "pch_poison_newline_flag.py").read_text())
+            headers = {h: h.read_text() for h in sorted((cache / "pch").glob("*/torch_extension_pch.h"))}
+            warm = evaluator.evaluate(candidate("relu_cpp.py"))
+            library = Path(cold.details["builds"][0]["directory"]) / "relu_ext.so"
+            poisoned = library.read_bytes()[:-16] + b"\0" * 16
+            library.write_bytes(poisoned)
+            again = evaluator.evaluate(candidate("relu_cpp.py"))
+    return ColdRun(cache, cold, attack, headers, warm, library, poisoned, again, seen)
+
+
+def test_cpp_candidate_built_cold_with_gpp_is_correct_and_reused(cold_run):
+    """Headers precompiled, extension compiled, then found in the cache; its changed library is never
+    loaded again, but rebuilt."""
+    cold, warm, again = cold_run.cold, cold_run.warm, cold_run.again
+    assert warm.status is Status.CORRECT
+    (cold_build,), (warm_build,) = cold.details["builds"], warm.details["builds"]
+    assert cold_build["directory"] == warm_build["directory"] and not cold_build["cached"]
+    assert warm_build["cached"] and warm.phases_s["build"] < cold.phases_s["build"]
     assert again.status is Status.CORRECT, again.message
     (build,) = again.details["builds"]
     assert not build["cached"]  # the altered library was refused and rebuilt, not loaded
-    assert library.read_bytes() != poisoned
+    assert cold_run.library.read_bytes() != cold_run.poisoned
+
+
+def test_a_newline_flag_cannot_poison_the_precompiled_headers(cold_run):
+    """(trust3) The attack's flag is refused; the headers it meant to overwrite are as the trusted step
+    made them, and the next build with those flags compiles with them and is correct."""
+    attack, again = cold_run.attack, cold_run.again
+    assert attack.status is Status.COMPILE_ERROR and "control character" in attack.message, attack.message
+    assert cold_run.headers and all(text == "#include <torch/extension.h>\n" for text in cold_run.headers.values())
+    assert again.status is Status.CORRECT and not again.details["builds"][0]["cached"], again.message
+    ninja = (Path(again.details["builds"][0]["directory"]) / "build.ninja").read_text()
+    assert any(f"-include {header} " in ninja for header in cold_run.headers), ninja  # built with the header
+
+
+def test_the_precompiled_headers_are_read_only_to_every_builder(cold_run):
+    """(trust3) Whatever a build does, the header store is not its to write: every builder sees it
+    read-only, and the trusted step that makes a header writes only a fresh directory of its own, which the
+    host records."""
+    store = str(cold_run.cache / "pch")
+    for name, binds in cold_run.seen:
+        writable = [b.path for b in binds if b.writable]
+        assert not any(path == store or path.startswith(store + "/") for path in writable), (name, writable)
+    builder = [binds for name, binds in cold_run.seen if name.startswith("builder-")]
+    assert builder and any(b.path == store and not b.writable for b in builder[0])
+    assert any(name.startswith("pch-") for name, _ in cold_run.seen)  # the trusted step made the header here
+    assert list((cold_run.cache / "manifests").glob("pch-*.json"))  # recorded by the host, outside every sandbox
 
 
 def test_same_extension_name_with_other_source_never_collides(relu_cpu):
@@ -103,7 +164,6 @@ def test_the_header_for_flags_seen_before_is_found_without_a_worker(tmp_path, mo
     on that cache (each problem of a batch run), and again once that header no longer matches its record,
     or for another worker environment. (The step itself is stubbed: whether the store admits a real header
     depends on what else the cache holds.)"""
-    from kevin_tui.evaluator.host import builds
     from kevin_tui.evaluator.host.sandbox import Limits, choose
 
     asked: list[tuple[str, list[str]]] = []

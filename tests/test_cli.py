@@ -36,13 +36,6 @@ def test_correct_json_has_the_contract_and_exit_0(build_cache):
     assert all({"name", "passed", "detail"} <= c.keys() for c in verdict["checks"])
 
 
-def test_incorrect_text_report_and_exit_1(build_cache):
-    result = kevin(str(RELU), str(CANDIDATES / "slightly_wrong.py"), "--device", "cpu", cache=build_cache)
-    assert result.returncode == 1
-    assert result.stdout.startswith("INCORRECT: wrong output in trial 1")
-    assert "max_abs_error=" in result.stdout and "FAILED output trial 1" in result.stdout
-
-
 @pytest.mark.parametrize("problem", ["missing_get_inputs.py", "reference_raises.py", "syntax_error.py"])
 def test_unusable_problem_exits_2_naming_the_file_without_traceback(problem, build_cache):
     result = kevin(str(PROBLEMS / problem), str(CANDIDATES / "relu_torch.py"), "--device", "cpu",
@@ -70,12 +63,17 @@ def test_help_lists_the_options():
         assert option in result.stdout
 
 
-def test_an_incorrect_candidate_is_never_accepted(tmp_path, build_cache):
+def test_incorrect_text_report_exit_1_and_never_accepted(tmp_path, build_cache):
+    """One run for both (each run is a kevin-tui process and a real evaluation): the text report of an
+    incorrect candidate, and `--accept` refusing it."""
     problem = tmp_path / "relu.py"
     problem.write_text(RELU.read_text())
     result = kevin(str(problem), str(CANDIDATES / "slightly_wrong.py"), "--device", "cpu", "--accept", "--no-git",
                    cache=build_cache)  # fmt: skip
-    assert result.returncode == 1 and "not accepted: the verdict is incorrect" in result.stdout
+    assert result.returncode == 1
+    assert result.stdout.startswith("INCORRECT: wrong output in trial 1")
+    assert "max_abs_error=" in result.stdout and "FAILED output trial 1" in result.stdout
+    assert "not accepted: the verdict is incorrect" in result.stdout
     assert not (tmp_path / "relu_kernel.py").exists()
 
 
