@@ -572,10 +572,12 @@ class Driver:
 
     async def finish(self) -> None:
         """The run is over: the evidence still running finishes, each latest turn's default choice enters
-        the history; an end event."""
+        the history (a resumed turn never judged is judged now, and its evidence finishes too); an end event,
+        the session's last."""
         await asyncio.gather(*(task for track in self.tracks for task in track.evidence))
         for track in self.tracks:
             await self._settle(track)
+        await asyncio.gather(*(task for track in self.tracks for task in track.evidence))
         assert self.run is not None
         best = self.best()
         candidate = self.candidate(best) if best else None

@@ -416,6 +416,28 @@ def test_quitting_during_the_evidence_records_it_cancelled_and_replay_shows_it(m
     assert record.verdict.evidence["cancelled"] == ["profile"] and "pending" not in record.verdict.evidence
 
 
+def test_a_resumed_turn_judged_at_the_end_has_its_evidence_before_the_end(make_config, git_env):
+    """A run killed after a turn's reply and before its verdict, resumed with no turns left (batch --resume):
+    `finish` judges that turn, and its evidence is recorded before the end event (it once came after, so
+    the finished session read as interrupted)."""
+    config = with_profile(make_config(reply("relu_torch.py")))
+
+    async def first(driver: Driver) -> None:
+        driver.continue_()
+        await idle(driver)
+
+    _, path = drive(config, first)
+    judged = ('"type": "evaluation"', '"type": "evidence"', '"type": "stop"')
+    path.write_text("".join(line for line in path.read_text().splitlines(True) if not line.startswith("{") or
+                            not any(kind in line for kind in judged)))  # fmt: skip
+    assert load_session(path).state == "interrupted" and not load_session(path).of_type(EvaluationEvent)
+    resumed = replace(config, problem=replace(config.problem, problem=None, resume=str(path)))
+    drive(resumed, lambda driver: driver.finish())
+    session = load_session(path)
+    assert session.of_type(EvaluationEvent) and session.of_type(EvidenceEvent)
+    assert session.events[-1].type == "end" and session.state == "finished"
+
+
 def test_headless_turns_let_the_evidence_finish_before_the_next_build(make_config, git_env):
     config = with_profile(make_config(reply("relu_torch.py", "one"), reply("relu_torch.py", "two")))
 
