@@ -18,6 +18,8 @@ import signal
 import sys
 import threading
 
+from kevin_tui.evaluator.worker.allocator import steady as steady_allocator
+
 LIMITS = {"memory": resource.RLIMIT_DATA, "processes": resource.RLIMIT_NPROC,
           "files": resource.RLIMIT_NOFILE, "file_size": resource.RLIMIT_FSIZE}  # fmt: skip
 
@@ -56,6 +58,7 @@ def main() -> None:
 
         leave_supervisor(lifeline_fd)
     apply_limits(json.loads(os.environ.pop("KEVIN_WORKER_LIMITS", "{}")))
+    steady_allocator()  # before torch allocates anything: the same heap behaviour in every worker
     watch_lifeline(lifeline_fd)
     from kevin_tui.evaluator.protocol import WITH_DYNAMO
     from kevin_tui.evaluator.worker.channel import Channel

@@ -1,0 +1,26 @@
+"""Honest (level1/19_ReLU, must stay `correct` at ~1x): a plain C++ ReLU, the twin of
+`allocator_tuned_relu.py` without the allocator setting."""
+
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+cpp_source = r"""
+#include <torch/extension.h>
+
+torch::Tensor relu(torch::Tensor x) {
+    auto in = x.contiguous();
+    auto out = torch::empty_like(in);
+    const float* src = in.data_ptr<float>();
+    float* dst = out.data_ptr<float>();
+    const int64_t n = in.numel();
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[i] > 0.f ? src[i] : 0.f;
+    return out;
+}
+"""
+
+ext = load_inline(name="rt12_relu_honest", cpp_sources=cpp_source, functions=["relu"], extra_cflags=["-O3"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.relu(x)
