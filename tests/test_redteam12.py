@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator
+from kevin_tui.evaluator.host.candidate_run import speed_figures
+from kevin_tui.evaluator.host.timing import Round, Side, process_gap_ms
 from kevin_tui.evaluator.verdict import Status
 from tests.conftest import candidate
 
@@ -31,3 +33,42 @@ def test_a_freed_large_tensor_is_reused_without_page_faults_in_the_candidates_wo
     assert verdict.status is Status.RUNTIME_ERROR, verdict.message
     faults = int(verdict.message.rsplit("page faults: ", 1)[1].split()[0])
     assert faults < 1000, verdict.message
+
+
+# -- a process that runs the shared loop faster: its control's gain is time, not only a ratio --------------------
+
+
+def sides(reference_ms: float, overhead_ms: float, candidate_ms: float, control_ms: float) -> dict[str, Side]:
+    """Ten rounds of three calls each: the reference (its calls and its loop), the candidate's rounds (which report
+    almost nothing of their window) and its controls (the reference's model in its process), per call, host clock;
+    a little round-to-round noise so that the bootstrap has something to resample."""
+    eager, candidate = Side(), Side()
+    for r in range(10):
+        wobble = 1 + 0.01 * (r % 3 - 1)
+        eager.rounds.append(Round([reference_ms * wobble] * 3, None, 3 * (reference_ms + overhead_ms) * wobble))
+        candidate.rounds.append(Round([0.01] * 3, None, 3 * (candidate_ms + overhead_ms) * wobble))
+        candidate.controls.append(Round([0.01] * 3, None, 3 * control_ms * wobble))
+    return {"eager": eager, "candidate": candidate}
+
+
+def test_a_control_faster_than_the_reference_by_time_widens_the_interval_by_that_time():
+    """allocator_tuned_relu.py's figures before the allocator fix (relu_32mb, host clock per call): reference 41.1
+    ms plus 61.4 ms of loop, the candidate's rounds 6.0 ms beyond that loop, and its controls 0.30x the reference's
+    own rounds (30.7 ms a call: the allocator tuning sped its process's loop up). Widened by that ratio only, the
+    interval's low end stayed far above 1 and the headline read the 6.8x; the control's gain as time (71.8 ms a
+    call, added to the candidate's time) takes it to 1.0."""
+    verdict = speed_figures(sides(41.1, 61.4, 6.03, 30.7), "cpu", seed=1)
+    low, high = verdict.speedup_interval or (0.0, 0.0)
+    assert verdict.details["measured_speedup"] > 6, verdict.details
+    assert low <= 1.0 <= high and verdict.speedup == 1.0, (verdict.speedup, verdict.speedup_interval)
+
+
+def test_a_control_as_fast_as_the_reference_leaves_an_honest_speedup_as_it_was():
+    """The honest twin: a kernel twice as fast as the reference in a process that runs the reference's model as the
+    reference's worker does keeps its 2x and an interval that excludes 1; a slower control only widens the top."""
+    for control_ms in (41.1 + 61.4, 1.2 * (41.1 + 61.4)):
+        verdict = speed_figures(sides(41.1, 61.4, 41.1 / 2, control_ms), "cpu", seed=1)
+        low, _ = verdict.speedup_interval or (0.0, 0.0)
+        assert low > 1.5 and verdict.speedup == pytest.approx(2.0, rel=0.05), (control_ms, verdict.speedup_interval)
+    slower = sides(41.1, 61.4, 6.0, 1.2 * 102.5)
+    assert process_gap_ms(slower["eager"], slower["candidate"]) == 0.0
