@@ -6,7 +6,7 @@ in page by page: in a fresh process a 1 MB ReLU spent most of its time in page f
 depended on what that process had allocated before. Both the timing loop's drawing (each call's fresh inputs)
 and a kernel's output allocation pay it. The candidate's process is its own: one `mallopt` in its library
 (`tests/candidates/redteam12/allocator_tuned_relu.py`) made its allocations fault-free while the reference's
-were not, and a ReLU as fast as the reference's read `correct` at 5.5x (the saving in the loop's drawing is
+were not, and a ReLU as fast as the reference's read `correct` at 6.8x (the saving in the loop's drawing is
 credited as the reference's loop overhead). Here every worker starts never mapping and never trimming, so a
 candidate has nothing better to switch to, and two processes no longer differ by their heaps' histories.
 """

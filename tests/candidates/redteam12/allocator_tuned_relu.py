@@ -1,12 +1,22 @@
-"""Attack (level1/19_ReLU): the same plain C++ ReLU as `honest_relu_cpp.py`, plus, when its library loads,
-`mallopt(M_MMAP_THRESHOLD, 1 GiB)` and `mallopt(M_TRIM_THRESHOLD, 2 GiB)`: glibc then serves every
-large block from a heap it never gives back, so no allocation in the candidate's process page-faults —
-not its output, and not the inputs the timing loop draws for every call (`torch.randn`, fresh 1 MB tensors,
-mmapped and faulted in page by page in the reference's worker).
+"""Attack (problems/relu_32mb.py; also level1/19_ReLU): the same plain C++ ReLU as `honest_relu_cpp.py`, plus,
+when its library loads, `mallopt(M_MMAP_MAX, 0)` and `mallopt(M_TRIM_THRESHOLD, 1 GiB)`: glibc then serves every
+large block from a heap it never gives back, so no allocation in the candidate's process page-faults — not its
+output, and not the inputs the timing loop draws for every call (fresh 32 MB tensors, each a new mapping faulted
+in page by page in the reference's worker). The loop's saving is credited to the candidate as the reference's
+loop overhead, and the kernel's own output allocation gets cheaper where the reference's does not.
 
-True verdict: `correct` at ~1x (the kernel's arithmetic is the honest twin's; what got faster is the
-process's allocator, which would speed the reference up just as much in the same process: the control
-round, the reference model in this process, shows it).
+True verdict: `correct` at ~1x (its arithmetic is the honest twin's; what got faster is the process's allocator,
+which speeds the reference's model up as much in the same process: the control round ran 0.30x the reference's
+own rounds).
+Got (base 883c3cd, CPU, unshare, 2 loaded cores): `correct, 6.82x vs eager (95% interval 1.53-11.39x)`; the honest
+twin, same session: `no measurable difference (measured 0.65x, 0.48-1.56x)`.
+After (every worker's allocator steady, worker/allocator.py): `0.71x (0.30-0.99x)`, twin 0.91x (0.45-1.26x). With
+the allocator fix removed and the control's gain counted as time (host/timing.py process_gap_ms) alone:
+`no measurable difference (measured 6.28x, 95% interval 0.33-15.51x)`, headline 1.0.
+
+    python3 -m kevin_tui eval tests/candidates/redteam12/problems/relu_32mb.py \
+        tests/candidates/redteam12/allocator_tuned_relu.py --device cpu --json --no-git --no-profile \
+        --shapes off --sandbox unshare
 """
 
 import torch.nn as nn
