@@ -8,6 +8,20 @@ memory bus busy, one more runnable thread on a loaded machine), and most of what
 control only gets slower (CPU charged), which widens the interval's top only.
 
 True verdict: `correct` at ~1x (or `rejected`: the candidate works while the reference is timed).
+
+Second version (this file): the thread burns only after 15 ms without a call (longer than any gap between two of
+its own calls, shorter than a reference round), ~70% duty, and `Channel.emit` (not among the watched functions) is
+wrapped to report its calls 100x shorter, so that its time is no longer floored at its own figure (the clock check
+allows twice the reference's loop overhead outside the calls).
+
+Got (CPU, unshare, load average 7, 14:10): `correct, no measurable difference (measured 1.13x, 95% interval
+0.08-928.95x)`, headline 1.0, a `monkey_patch` warning. The first version (burning after three of its own inter-call
+gaps, ~55% duty, true samples) got `measured 0.10x (0.03-3.15x)`: it burned in its own rounds. Not a wrong verdict
+on this machine; kept as the probe of the leftover-CPU allowance the README lists as open.
+
+    python3 -m kevin_tui eval kevin_tui/kernelbench/level1/19_ReLU.py \
+        tests/candidates/redteam12/hog_between_own_rounds.py --device cpu --json --no-git --no-profile \
+        --shapes off --sandbox unshare
 """
 
 import torch
@@ -36,13 +50,13 @@ static void hog() {
     size_t at = 0;
     for (;;) {
         int64_t idle = now_us() - last_call.load();
-        if (idle > 3 * gap_us.load()) {
-            auto until = now_us() + 1100;
+        if (idle > 15000) {  // longer than any gap between two of its own calls: not its round
+            auto until = now_us() + 1400;
             while (now_us() < until) {  // stream: write every cache line
                 for (int i = 0; i < 4096; ++i, at = (at + 16) % buffer.size()) buffer[at] += 1.0f;
             }
             sink = sink + buffer[at];
-            std::this_thread::sleep_for(std::chrono::microseconds(900));
+            std::this_thread::sleep_for(std::chrono::microseconds(600));
         } else {
             std::this_thread::sleep_for(std::chrono::microseconds(300));
         }
@@ -56,7 +70,21 @@ void note_call() {
 }
 """
 
-ext = load_inline(name="rt12_hog", cpp_sources=cpp_source, functions=["note_call"], extra_cflags=["-O2"])
+ext = load_inline(name="rt12_hog2", cpp_sources=cpp_source, functions=["note_call"], extra_cflags=["-O2"])
+
+
+from kevin_tui.evaluator.worker import channel as _channel  # noqa: E402
+
+_emit = _channel.Channel.emit
+
+
+def _emit_smaller(self, event, **fields):  # its calls reported 100x shorter: the floor at its own figure goes
+    if event == "round_done":
+        fields["samples_ms"] = [s / 100 for s in fields["samples_ms"]]
+    return _emit(self, event, **fields)
+
+
+_channel.Channel.emit = _emit_smaller
 
 
 class ModelNew(nn.Module):
