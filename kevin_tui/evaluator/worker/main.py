@@ -2,11 +2,10 @@
 
 Before anything else it enters the jail (when the sandbox is the `unshare` fallback: mounts, locks,
 filter), leaves a supervisor behind as the namespace's first process (worker/supervisor.py), applies
-the resource limits, sets the C allocator as every worker has it (worker/allocator.py) and starts watching its
-lifeline, a pipe only the host holds open: when the host
-dies, even by SIGKILL, the worker takes its whole process group down. That is a courtesy: in a
-sandbox, the host's kill and the host's death reach the namespace's first process, which candidate
-code never runs in. Then it reads its first command and runs its role. Whatever happens, it reports
+the resource limits, sets the C allocator as every worker has it (worker/allocator.py) and starts
+watching its lifeline, a pipe only the host holds open: when the host dies, even by SIGKILL, the worker
+takes its whole process group down. That is a courtesy: in a sandbox, the host's kill and the host's
+death reach the namespace's first process, which candidate code never runs in. Then it reads its first command and runs its role. Whatever happens, it reports
 an event rather than dying silently.
 """
 
