@@ -8,7 +8,10 @@ and a kernel's output allocation pay it. The candidate's process is its own: one
 (`tests/candidates/redteam12/allocator_tuned_relu.py`) made its allocations fault-free while the reference's
 were not, and a ReLU as fast as the reference's read `correct` at 6.8x (the saving in the loop's drawing is
 credited as the reference's loop overhead). Here every worker starts never mapping and never trimming, so a
-candidate has nothing better to switch to, and two processes no longer differ by their heaps' histories.
+candidate has nothing better to switch to, and two processes no longer differ by their heaps' histories. The cost
+is memory: a worker holds its peak heap for its life, and the heap grows a few blocks past the working set before
+freed blocks are reused (posix_memalign asks for a little more than the block freed): in a loop of three 32 MB
+calls a round, 830 MB resident against 510 MB, the same from the tenth round on.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ filter), leaves a supervisor behind as the namespace's first process (worker/sup
 the resource limits, sets the C allocator as every worker has it (worker/allocator.py) and starts
 watching its lifeline, a pipe only the host holds open: when the host dies, even by SIGKILL, the worker
 takes its whole process group down. That is a courtesy: in a sandbox, the host's kill and the host's
-death reach the namespace's first process, which candidate code never runs in. Then it reads its first command and runs its role. Whatever happens, it reports
-an event rather than dying silently.
+death reach the namespace's first process, which candidate code never runs in. Then it reads its first
+command and runs its role. Whatever happens, it reports an event rather than dying silently.
 """
 
 from __future__ import annotations
