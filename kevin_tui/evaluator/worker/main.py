@@ -2,11 +2,11 @@
 
 Before anything else it enters the jail (when the sandbox is the `unshare` fallback: mounts, locks,
 filter), leaves a supervisor behind as the namespace's first process (worker/supervisor.py), applies
-the resource limits and starts watching its lifeline, a pipe only the host holds open: when the host
-dies, even by SIGKILL, the worker takes its whole process group down. That is a courtesy: in a
-sandbox, the host's kill and the host's death reach the namespace's first process, which candidate
-code never runs in. Then it reads its first command and runs its role. Whatever happens, it reports
-an event rather than dying silently.
+the resource limits, sets the C allocator as every worker has it (worker/allocator.py) and starts
+watching its lifeline, a pipe only the host holds open: when the host dies, even by SIGKILL, the worker
+takes its whole process group down. That is a courtesy: in a sandbox, the host's kill and the host's
+death reach the namespace's first process, which candidate code never runs in. Then it reads its first
+command and runs its role. Whatever happens, it reports an event rather than dying silently.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import resource
 import signal
 import sys
 import threading
+
+from kevin_tui.evaluator.worker.allocator import steady as steady_allocator
 
 LIMITS = {"memory": resource.RLIMIT_DATA, "processes": resource.RLIMIT_NPROC,
           "files": resource.RLIMIT_NOFILE, "file_size": resource.RLIMIT_FSIZE}  # fmt: skip
@@ -56,6 +58,7 @@ def main() -> None:
 
         leave_supervisor(lifeline_fd)
     apply_limits(json.loads(os.environ.pop("KEVIN_WORKER_LIMITS", "{}")))
+    steady_allocator()  # before torch allocates anything: the same heap behaviour in every worker
     watch_lifeline(lifeline_fd)
     from kevin_tui.evaluator.protocol import WITH_DYNAMO
     from kevin_tui.evaluator.worker.channel import Channel
