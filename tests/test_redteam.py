@@ -4,6 +4,8 @@ Those still open are in the README's "not prevented" list and are not asserted h
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 
@@ -59,24 +61,37 @@ def test_an_honest_kernel_stays_correct_under_strict(strict):
     assert verdict.status is Status.CORRECT, verdict.message
 
 
-def test_cpu_burned_in_short_lived_processes_while_the_reference_is_timed_is_seen(build_cache):
+@pytest.mark.parametrize("stopped", [True, False], ids=["candidate_stopped", "nothing_can_stop_it"])
+def test_cpu_burned_in_short_lived_processes_while_the_reference_is_timed_gains_nothing(build_cache, monkeypatch,
+                                                                                      stopped):  # fmt: skip
     """The burners live a few milliseconds each and are reaped by their shells, so a walk of /proc never
     saw their time; the worker's cgroup keeps it (where cgroups are writable, as for root here). Judged on
     level1/4 at an eighth of its size (problems/matvec_small.py): the attack is the same (2 x ncpu burners
-    through every reference round), the inputs drawn for each call are what made level1/4 cost ~100 CPU-s."""
+    through every reference round), the inputs drawn for each call are what made level1/4 cost ~100 CPU-s.
+    Every process of the candidate's is stopped while the reference is timed, so the burners run only in the
+    candidate's own rounds, where they are charged (it was `rejected` before: seen, but only because it took
+    more CPU than the allowance, which a burner below it was not). Where nothing can stop the candidate,
+    the CPU it used while the reference was timed is still the rejection."""
     from kevin_tui.evaluator.host.cgroups import ResourceGroup
+    from kevin_tui.evaluator.host.workers import WorkerProcess
 
     probe = ResourceGroup(100, 1 << 30)
     counted = probe.cpu_usage is not None
     probe.kill_all()
     if not counted:
         pytest.skip("no writable CPU-accounting cgroup on this machine")
+    if not stopped:
+        monkeypatch.setattr(WorkerProcess, "held", lambda self: contextlib.nullcontext())
     problem = load_problem(REDTEAM / "problems" / "matvec_small.py")
     options = EvalOptions(device="cpu", timing_trials=5, shapes="off", profile=False, cache_dir=build_cache)
     with Evaluator(problem, options, prespawn=False) as evaluator:
         attack = evaluator.evaluate(redteam("matvec_burner_reaped_children"))
         twin = evaluator.evaluate(redteam("matvec_burner_honest_twin"))
-    assert attack.status is Status.REJECTED and "kept using the CPU" in attack.message, attack.message
+    if stopped:
+        assert attack.status is Status.CORRECT and attack.speedup is not None and attack.speedup < 0.5, attack.message
+        assert attack.details["cpu_share"] > 1.2  # its burners charged in its own rounds
+    else:
+        assert attack.status is Status.REJECTED and "kept using the CPU" in attack.message, attack.message
     assert twin.status is Status.CORRECT, twin.message
 
 

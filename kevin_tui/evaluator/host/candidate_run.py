@@ -574,8 +574,12 @@ class HostRun:
         return self.speed_verdict(results, device, leftover_cpu, secret.getrandbits(62))
 
     def reference_round(self, side: str, number: int, calls: int, seed: int) -> Round:
-        sent = self.reference.tell({"cmd": "round", "side": side, "round": number, "calls": calls, "seed": seed})
-        arrived = self.reference.await_event("round_done")
+        """One round of the reference, with every process of the candidate's stopped (its cgroup frozen, else its
+        process tree): nothing it left running can slow the reference while it is timed, however little CPU it
+        takes. Where nothing could stop it, the CPU it used meanwhile is still checked (`leftover_cpu`)."""
+        with self.worker.held():
+            sent = self.reference.tell({"cmd": "round", "side": side, "round": number, "calls": calls, "seed": seed})
+            arrived = self.reference.await_event("round_done")
         return _round(arrived.event, sent, arrived.at, number, calls, "reference")
 
     def candidate_round(self, number: int, calls: int, seed: int, control: bool = False) -> Round:
