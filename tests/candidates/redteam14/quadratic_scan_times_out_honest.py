@@ -6,7 +6,7 @@ quadratic on `at::at::...`) runs after `host_work("build")` has ended, so its ti
 candidate's load phase and its deadline.
 True verdict: correct. Verdict got (2026-12-02, 2 loaded cores): `timeout` "no result within 20 s in the load
 phase; process group killed", phases_s {'load': 83.3, 'build': 53.7} (the build's own 54 s moved the deadline;
-the ~75 s of scanning did not). With the default --timeout the same needs more repeats (the time is quadratic).
+the scanning, most of the 83 s load phase, did not). With the default --timeout the same needs more repeats (the time is quadratic).
 Command:
   python3 -m kevin_tui eval kernelbench:level1/19 tests/candidates/redteam14/quadratic_scan_times_out_honest.py \
       --device cpu --json --no-git --no-profile --shapes off --sandbox unshare --no-timing --timeout 20
