@@ -63,6 +63,11 @@ class GeneratedFile:
         return None
 
 
+# What ast.parse raises on text it cannot read as Python: a syntax error and, for code nested deeper than the parser
+# or the interpreter's stack allow (a candidate's 3,000-term expression), RecursionError or MemoryError.
+PARSE_ERRORS = (SyntaxError, RecursionError, MemoryError, ValueError)
+
+
 class SourceMap:
     """Maps (generated file, line) to a line of the candidate's Python file."""
 
@@ -71,7 +76,7 @@ class SourceMap:
         self.constants: dict[str, int] = {}
         try:
             tree = ast.parse(candidate_source)
-        except SyntaxError:
+        except PARSE_ERRORS:
             return
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):

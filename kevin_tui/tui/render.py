@@ -10,7 +10,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from kevin_tui.evaluator.compiler_output import printable
+from kevin_tui.evaluator.compiler_output import PARSE_ERRORS, printable
 from kevin_tui.evaluator.report import evidence_lines
 from kevin_tui.evaluator.report import render as render_report
 from kevin_tui.evaluator.verdict import Verdict
@@ -22,7 +22,7 @@ def cuda_sources(code: str) -> list[tuple[int, str]]:
     """(line, text) of the string constants that hold C++/CUDA code, to highlight them as such."""
     try:
         tree = ast.parse(code)
-    except SyntaxError:
+    except PARSE_ERRORS:
         return []
     found = []
     for node in ast.walk(tree):

@@ -653,7 +653,9 @@ class HostRun:
         return verdict
 
 
-GLOBAL_KERNEL = re.compile(r"__global__\s+(?:__launch_bounds__\([^)]*\)\s*)?\w[\w\s\*<>:,]*?\b(\w+)\s*\(")
+# A kernel's name after `__global__` and its return type (bounded, so the scan stays linear in the candidate's text:
+# unbounded, `"__global__ " * 4000` took the host 11 s)
+GLOBAL_KERNEL = re.compile(r"__global__\s+(?:__launch_bounds__\([^)]{0,200}\)\s*)?\w[\w\s\*<>:,]{0,120}?\b(\w+)\s*\(")
 
 
 def custom_coverage(profile: dict[str, Any], source: str) -> float | None:

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from kevin_tui.evaluator.compiler_output import PARSE_ERRORS
 from kevin_tui.evaluator.evidence import expect, run_all
 from kevin_tui.evaluator.host.builds import BuildBroker
 from kevin_tui.evaluator.host.candidate_run import Decided, HostRun, RunContext
@@ -166,6 +167,10 @@ class Evaluator:
             tree = ast.parse(source)
         except SyntaxError as exc:
             return self._stamp(_syntax_verdict(exc), started), None
+        except PARSE_ERRORS as exc:  # nested deeper than Python reads: the candidate's, never the host's failure
+            verdict = decide(Finding.SYNTAX_ERROR, f"Python cannot read the candidate ({type(exc).__name__}: nested "
+                             "too deeply?)")  # fmt: skip
+            return self._stamp(verdict, started), None
         if "ModelNew" not in top_level_names(tree):
             verdict = decide(Finding.NO_MODEL_NEW, "the candidate defines no ModelNew class")
             return self._stamp(verdict, started), None

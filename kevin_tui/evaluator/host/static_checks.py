@@ -87,7 +87,11 @@ CPP_COMPUTE = TORCH_COMPUTE | {
     "lerp", "max", "min", "sort", "topk", "gemm", "gemv",
 }  # fmt: skip
 CPP_METHODS = TENSOR_METHODS | {"add", "sub", "mul", "div", "pow", "addmm", "addcmul"}
-CPP_CALL = re.compile(r"\b(?:at|torch)((?:::\w+)+)\s*(?:<[^<>;(){}]*>)?\s*\(")
+# A qualified name called (`at::cpu::relu(`, `::at::mm<float>(`, `foo::at::relu(`): matched from the head of its
+# chain only, once (atomic), so the scan stays linear in the text (from every `at` of `at::at::at...`, a
+# candidate's 80 KB string took the host 99 s and timed out its own load phase).
+CPP_CALL = re.compile(r"(?<!::)(?<!\w)(?:::)?((?>\w+(?:::\w+)*))\s*(?:<[^<>;(){}]*>)?\s*\(")
+TORCH_NAMESPACES = ("at", "torch")
 CPP_METHOD = re.compile(r"(?:\.|->)\s*(\w+)\s*\(")
 CPP_DISPATCH = re.compile(
     r"\b(?:Exclude|Include)DispatchKey(?:Set)?Guard\b|\bDispatchKey::Python\w*|\bDispatcher::singleton\b"
@@ -218,9 +222,13 @@ def cpp_torch_compute(text: str) -> list[str]:
     text = strip_c_comments(text)
     found: list[str] = []
     for match in CPP_CALL.finditer(text):
-        parts = match.group(1).strip(":").split("::")
+        chain = match.group(1).split("::")
+        start = next((i for i, part in enumerate(chain[:-1]) if part in TORCH_NAMESPACES), None)
+        if start is None:
+            continue
+        parts = chain[start + 1 :]
         if parts[0] == "nn" or any(p.removesuffix("_").removesuffix("_out") in CPP_COMPUTE for p in parts):
-            found.append(match.group(0).split("(")[0].split("<")[0].strip())
+            found.append("::".join(chain[start:]))
     found += [f".{m.group(1)}()" for m in CPP_METHOD.finditer(text) if m.group(1).removesuffix("_") in CPP_METHODS]
     found += [m.group(0) for m in CPP_DISPATCH.finditer(text)]
     return list(dict.fromkeys(found))
@@ -658,15 +666,29 @@ def _patchable(name: str, aliases: Aliases) -> bool:
 
 
 def uses_triton(source: str) -> bool:
-    """A @triton.jit kernel in the source (it runs without any build the host makes)."""
-    tree = see_through(ast.parse(source))
-    aliases = Aliases()
-    aliases.visit(tree)
-    return has_triton_kernel(tree, aliases)
+    """A @triton.jit kernel in the source (it runs without any build the host makes); False where the checks cannot
+    read the source (nested too deeply for them)."""
+    try:
+        tree = see_through(ast.parse(source))
+        aliases = Aliases()
+        aliases.visit(tree)
+        return has_triton_kernel(tree, aliases)
+    except RecursionError:
+        return False
 
 
 def run_static_checks(source: str) -> list[Warning_]:
-    """All static findings for a candidate that parses; [] means nothing suspicious."""
+    """All static findings for a candidate that parses; [] means nothing suspicious. Code nested deeper than the
+    checks' recursion can follow (an expression of hundreds of terms, which Python itself compiles) is a finding of
+    its own: what the checks could not read is not called clean (a rejection under --strict)."""
+    try:
+        return _static_findings(source)
+    except RecursionError:
+        return [Warning_("static_checks_incomplete", "the candidate's code is nested too deeply for the static checks "
+                         "to read it all (an expression of hundreds of terms?)")]  # fmt: skip
+
+
+def _static_findings(source: str) -> list[Warning_]:
     tree = see_through(ast.parse(source))
     aliases = Aliases()
     aliases.visit(tree)
