@@ -80,7 +80,7 @@ def test_inputs_holding_nan_by_design_are_still_checked_unchanged(build_cache):
         problem, EvalOptions(device="cpu", timing=False, cache_dir=build_cache), prespawn=False
     ) as evaluator:
         overwrites = check(evaluator, "nan_inputs_overwritten.py")
-        honest = check(evaluator, "honest/nanmean_masked.py")
+        honest = check(evaluator, "nanmean_masked.py")
     assert overwrites.status is Status.INCORRECT and "changed its inputs in place" in overwrites.message
     assert honest.status is Status.CORRECT, honest.message
     assert next(c for c in honest.checks if c.name == "inputs unchanged").detail == ""  # not "changes them too"
