@@ -89,7 +89,9 @@ def test_cpu_burned_in_short_lived_processes_while_the_reference_is_timed_gains_
         twin = evaluator.evaluate(redteam("matvec_burner_honest_twin"))
     if stopped:
         assert attack.status is Status.CORRECT and attack.speedup is not None and attack.speedup < 0.5, attack.message
-        assert attack.details["cpu_share"] > 1.2  # its burners charged in its own rounds
+        # Its burners charged in its own rounds: more than the one core its single-threaded kernel can use
+        # (1.14 on the loaded CI machine, where the burners get less of the two cores).
+        assert attack.details["cpu_share"] > 1.0
     else:
         assert attack.status is Status.REJECTED and "kept using the CPU" in attack.message, attack.message
     assert twin.status is Status.CORRECT, twin.message
