@@ -229,7 +229,10 @@ def parse_event(role: str, line: bytes) -> dict[str, Any]:
     except (ValueError, RecursionError):
         raise ProtocolViolation(f"not JSON: {line[:80]!r}") from None
     if SURROGATE_ESCAPE.search(line):
-        event = whole_text(event)
+        try:  # a recursive walk: JSON nested as deep as json.loads takes overflows it (redteam15)
+            event = whole_text(event)
+        except RecursionError:
+            raise ProtocolViolation(f"an event nested too deeply: {line[:80]!r}") from None
     if not isinstance(event, dict) or not isinstance(event.get("event"), str):
         raise ProtocolViolation(f"not an event object: {line[:80]!r}")
     name = event["event"]
