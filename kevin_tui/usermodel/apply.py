@@ -36,7 +36,7 @@ KERNEL_SESSION = re.compile(r"# session (\S+), turn")
 
 def kernel_header(text: str) -> tuple[str, str]:
     """The two lines kevin-tui wrote at the top of an accepted kernel file: what it is and how fast, and its session."""
-    lines = [*text.splitlines()[:2], "", ""]
+    lines = [*text.split("\n", 2)[:2], "", ""]  # as written: "\n" ends a line, not every character splitlines takes
     return lines[0], lines[1]
 
 
