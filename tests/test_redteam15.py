@@ -42,6 +42,37 @@ def test_an_event_nested_too_deeply_for_the_hosts_text_walk_is_a_protocol_violat
         parse_event("candidate", _nested_event(depth))
 
 
+def _build_request(functions: str) -> bytes:
+    return (
+        b'{"event":"build_request","kind":"inline","name":"x","cpp_sources":["int f();"],"cuda_sources":[],"sources":[],'
+        b'"functions":' + functions.encode() + b',"extra_cflags":[],"extra_cuda_cflags":[],"extra_ldflags":[],'
+        b'"extra_include_paths":[],"with_cuda":null,"no_implicit_headers":false}'
+    )
+
+
+def test_a_build_request_nested_past_the_hosts_stack_is_a_protocol_violation():
+    """nested_build_request_crashes_host.py: a `functions` mapping whose value is a list nested 988 deep was decoded by
+    the reader thread and then overflowed the build key's json.dumps on the host's deeper main thread: `eval` exited
+    with a RecursionError traceback, no verdict. No event may nest deeper than a few levels now."""
+    with pytest.raises(ProtocolViolation):  # "not JSON" where this stack is deeper than the reader's
+        parse_event("candidate", _build_request('{"f": ' + "[" * 988 + "]" * 988 + "}"))
+    with pytest.raises(ProtocolViolation, match="nested more than"):
+        parse_event("candidate", _build_request('{"f": ' + "[" * 40 + "]" * 40 + "}"))
+
+
+def test_an_honest_build_request_and_profile_rows_still_parse():
+    """Honest counterpart: load_inline's `functions` as a list or as a mapping of docstrings."""
+    assert parse_event("candidate", _build_request('["f"]'))["functions"] == ["f"]
+    assert parse_event("candidate", _build_request('{"f": "the doc"}'))["functions"] == {"f": "the doc"}
+
+
+def test_end_to_end_a_nested_build_request_is_rejected_not_a_host_crash(relu_problem, build_cache):
+    options = EvalOptions(device="cpu", timing=False, shapes="off", profile=False, cache_dir=build_cache)
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
+        verdict = evaluator.evaluate(candidate("redteam15/nested_build_request_crashes_host.py"))
+    assert verdict.status is Status.REJECTED and "nested more than" in verdict.message, verdict.message
+
+
 def test_a_readable_event_with_a_lone_surrogate_is_still_made_whole():
     event = parse_event("candidate", b'{"event":"crash","message":"bad \\ud800","traceback":"t"}')
     assert event["message"] == "bad \ufffd"
