@@ -8,7 +8,7 @@ reader thread (`WorkerProcess._read`) with a traceback on the host's stderr (a T
 queued, so the host waits out the phase's whole deadline.
 True verdict: rejected ("protocol violation: ..."), as for any malformed event. Verdict got (2026-12-02): `timeout`
 "no result within 60 s in the load phase" after the whole deadline (73 s in all), and a RecursionError traceback from
-`whole_text` on the host's stderr; with the fix, `rejected` "protocol violation: an event nested too deeply" in 15 s.
+`whole_text` on the host's stderr; with the fix, `rejected` "protocol violation: an event nested more than 32 deep" in 12 s.
 Command:
   python3 -m kevin_tui eval kernelbench:level1/19 tests/candidates/redteam15/nested_surrogate_event_kills_reader.py \
       --device cpu --json --no-git --no-profile --shapes off --sandbox unshare --timeout 60
