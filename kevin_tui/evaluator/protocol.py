@@ -220,6 +220,24 @@ def whole_text(value: Any) -> Any:
     return value
 
 
+# No event's fields nest more than a few levels; json.loads takes any depth its reader thread's stack allows, and the
+# host's own recursive work on the event (whole_text, a build key's json.dumps on the main thread, tens of frames
+# deeper) then overflowed: a RecursionError killed the reader (the candidate's `timeout`) or `eval` itself (redteam15).
+MAX_EVENT_DEPTH = 32
+
+
+def nested_within(value: Any, limit: int) -> bool:
+    """Whether no list or mapping in `value` lies more than `limit` levels deep (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, list | dict):
+            if depth > limit:
+                return False
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return True
+
+
 def parse_event(role: str, line: bytes) -> dict[str, Any]:
     """One validated event from `role`, or ProtocolViolation saying what was wrong with it."""
     if len(line) > MAX_EVENT_BYTES:
@@ -228,6 +246,8 @@ def parse_event(role: str, line: bytes) -> dict[str, Any]:
         event = json.loads(line)
     except (ValueError, RecursionError):
         raise ProtocolViolation(f"not JSON: {line[:80]!r}") from None
+    if not nested_within(event, MAX_EVENT_DEPTH):
+        raise ProtocolViolation(f"an event nested more than {MAX_EVENT_DEPTH} deep: {line[:80]!r}")
     if SURROGATE_ESCAPE.search(line):
         event = whole_text(event)
     if not isinstance(event, dict) or not isinstance(event.get("event"), str):

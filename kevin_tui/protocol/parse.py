@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 FENCE = re.compile(r"[ \t]*`{3,}[ \t]*([\w+.-]*)")
 PYTHON_LABELS = {"python", "py", "python3", ""}
-MODEL_NEW = re.compile(r"^\s*class\s+ModelNew\b", re.M)
+# Within one line: `^\s*` ran over every following blank line from each line start (quadratic: a reply of 40,000
+# blank lines took 5 s, 1 MB would hold the host for hours; redteam15).
+MODEL_NEW = re.compile(r"^[ \t]*class[ \t]+ModelNew\b", re.M)
 SUMMARY_CHARS = 1200
 
 

@@ -27,8 +27,17 @@ from kevin_tui.usermodel.specs import ModelSpec
 
 TEMPLATE = Path(__file__).with_name("install_template.py")
 SETTING = re.compile(r"^(KERNEL|PROBLEM|CLASS|SOURCE|BACKWARD|BACKWARD_KERNEL|MODES) = .*?(  # .*)$", re.M)
-KERNEL_SPEEDUP = re.compile(r"^# Kevin kernel for .*?: ([\d.]+)x vs eager", re.M)
-KERNEL_SESSION = re.compile(r"^# session (\S+), turn", re.M)
+# The kernel file's header is its first two lines, which kevin-tui wrote (repo.kernel_file_text); what follows is the
+# candidate's text, which may hold lines of the same form: with no speed measured ("speedup not measured") a search of
+# the whole file read a kernel's own "# Kevin kernel for m: 50.00x vs eager" into the apply commit (redteam15).
+KERNEL_SPEEDUP = re.compile(r"# Kevin kernel for .*?: ([\d.]+)x vs eager")
+KERNEL_SESSION = re.compile(r"# session (\S+), turn")
+
+
+def kernel_header(text: str) -> tuple[str, str]:
+    """The two lines kevin-tui wrote at the top of an accepted kernel file: what it is and how fast, and its session."""
+    lines = [*text.split("\n", 2)[:2], "", ""]  # as written: "\n" ends a line, not every character splitlines takes
+    return lines[0], lines[1]
 
 
 @dataclass(frozen=True)
@@ -298,7 +307,7 @@ def commit_message(applied: Applied, problem: Problem, kernel: Path, with_files:
     origin = origin_of(problem)
     name = origin["class"]
     check = applied.check
-    alone = KERNEL_SPEEDUP.search(kernel.read_text())
+    alone = KERNEL_SPEEDUP.match(kernel_header(kernel.read_text())[0])
     if check is None:
         summary = f"feat({name}): install Kevin kernel, not checked in a model"
     elif verdict(check) == "faster":
@@ -318,7 +327,7 @@ def commit_message(applied: Applied, problem: Problem, kernel: Path, with_files:
 
 def record_in_session(applied: Applied, sessions_dir: Path) -> Path | None:
     """Append the apply to the session the kernel was accepted in, when that session is here."""
-    match = KERNEL_SESSION.search(applied.kernel.read_text())
+    match = KERNEL_SESSION.match(kernel_header(applied.kernel.read_text())[1])
     path = sessions_dir / f"{match[1]}.jsonl" if match and match[1] != "-" else None
     if path is None or not path.exists():
         return None

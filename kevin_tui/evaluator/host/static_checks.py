@@ -114,8 +114,27 @@ def dotted_name(node: ast.AST) -> str | None:
     return None
 
 
+COMMENT_START = re.compile(r"//[^\n]*|/\*")
+
+
 def strip_c_comments(text: str) -> str:
-    return re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
+    """The text without its `//` and closed `/* */` comments, leftmost first, as `re.sub(r"//[^\\n]*|/\\*.*?\\*/")`
+    does, in time linear in the text: that regex ran from every `/*` with no `*/` after it to the end of the text
+    (`"/* " * N` in a C++ string literal: 60 KB took the host 14 s, 1 MB about an hour; redteam15). Once one `/*` finds
+    no `*/`, none after it can, so the search for one is never made again."""
+    kept, position, closable = [], 0, True
+    while match := COMMENT_START.search(text, position):
+        kept.append(text[position : match.start()])
+        position = match.end()
+        if match[0] == "/*":
+            end = text.find("*/", position) if closable else -1
+            if end == -1:
+                closable = False
+                kept.append("/*")
+            else:
+                position = end + 2
+    kept.append(text[position:])
+    return "".join(kept)
 
 
 def _constant_string(node: ast.AST) -> str | None:

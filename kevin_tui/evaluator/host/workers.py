@@ -243,6 +243,9 @@ class WorkerProcess:
                 except queue.Full:
                     self._put_last(ProtocolViolation("more events than the host will queue"))
                     return
+                except Exception as exc:  # never a dead reader the host waits on until its deadline
+                    self._put_last(ProtocolViolation(f"an event the host could not read ({type(exc).__name__})"))
+                    return
         self.started.set()
         self._put_last(EOFError())
 
