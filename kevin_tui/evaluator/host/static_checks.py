@@ -235,6 +235,70 @@ def compute_operator(name: str) -> bool:
     return not any(p in NOT_COMPUTE or p.rstrip("_") in NOT_COMPUTE for p in prefixes if p.strip("_"))
 
 
+# `acc.add(v)` is the candidate's own arithmetic when `acc` can only be an object of a struct the text defines: every
+# declaration of the name has such a type, the struct has no base (`struct Acc {`: not a Tensor by inheritance) and
+# nothing renames either (`using`, `typedef`, `#define`). Anything else (`auto`, a template parameter, a qualified or
+# templated type, an expression) stays a tensor method: an honest helper struct was `rejected` under --strict.
+CPP_STRUCT = re.compile(r"\b(?:struct|class)\s+(\w+)\s*(.)", re.S)
+CPP_RENAMED = re.compile(r"\busing\s+(\w+)\s*=|\btypedef\b[^;]*?(\w+)\s*;|#\s*define\s+(\w+)")
+CPP_WORD = re.compile(r"(?<![\w.])\w+")
+NOT_A_TYPE = {"return", "case", "else", "do", "goto", "throw", "new", "delete", "sizeof", "co_return", "co_yield"}
+LOOKBACK = 120  # characters read before a name for its type: bounded, so the scan stays linear in the text
+
+
+def own_struct_names(text: str) -> set[str]:
+    """Struct and class names the text defines without a base, and never renames."""
+    shapes: dict[str, set[str]] = {}
+    for match in CPP_STRUCT.finditer(text):
+        shapes.setdefault(match[1], set()).add(match[2])
+    return {name for name, after in shapes.items() if after <= {"{", ";"} and "{" in after} - renamed_names(text)
+
+
+def renamed_names(text: str) -> set[str]:
+    return {name for match in CPP_RENAMED.finditer(text) for name in match.groups() if name}
+
+
+def type_before(text: str, start: int) -> str:
+    """The type a declaration would give the name at `start` (`Acc` in `const Acc& acc`), "" where none can."""
+    i, floor = start, max(0, start - LOOKBACK)
+    while i > floor:
+        if text[i - 1].isspace() or text[i - 1] in "&*":
+            i -= 1
+        elif text[max(floor, i - 5) : i] == "const" and not (text[i - 6 : i - 5].isalnum() or text[i - 6 : i - 5] == "_"):
+            i -= 5
+        else:
+            break
+    end = i
+    while i > floor and (text[i - 1].isalnum() or text[i - 1] == "_"):
+        i -= 1
+    word = text[i:end]
+    if not word or word in NOT_A_TYPE or word[0].isdigit():
+        return ""
+    return f"::{word}" if text[max(0, i - 2) : i] == "::" else word
+
+
+def receiver_of(text: str, dot: int) -> str:
+    """The name a method is called on (`acc` in `acc.add(`, `p` in `p->add(`), "" for an expression."""
+    i = dot
+    while i > max(0, dot - LOOKBACK) and text[i - 1].isspace():
+        i -= 1
+    end = i
+    while i > max(0, dot - LOOKBACK) and (text[i - 1].isalnum() or text[i - 1] == "_"):
+        i -= 1
+    return text[i:end]
+
+
+def own_struct_receivers(text: str, methods: list[re.Match[str]]) -> set[str]:
+    """The receivers of `methods` declared only as the text's own structs (and at least once)."""
+    own = own_struct_names(text)
+    names = {receiver_of(text, m.start()) for m in methods} - {""} if own else set()
+    types: dict[str, set[str]] = {}
+    for word in CPP_WORD.finditer(text) if names else ():
+        if word[0] in names and (declared := type_before(text, word.start())):
+            types.setdefault(word[0], set()).add(declared)
+    return {name for name, declared in types.items() if declared <= own} - renamed_names(text)
+
+
 def cpp_torch_compute(text: str) -> list[str]:
     """PyTorch compute and dispatcher tricks in C++/CUDA source text (comments dropped), by name, once each:
     what `--strict` rejects as PyTorch compute in the extension."""
@@ -248,7 +312,9 @@ def cpp_torch_compute(text: str) -> list[str]:
         parts = chain[start + 1 :]
         if parts[0] == "nn" or any(p.removesuffix("_").removesuffix("_out") in CPP_COMPUTE for p in parts):
             found.append("::".join(chain[start:]))
-    found += [f".{m.group(1)}()" for m in CPP_METHOD.finditer(text) if m.group(1).removesuffix("_") in CPP_METHODS]
+    methods = [m for m in CPP_METHOD.finditer(text) if m.group(1).removesuffix("_") in CPP_METHODS]
+    own = own_struct_receivers(text, methods)
+    found += [f".{m.group(1)}()" for m in methods if receiver_of(text, m.start()) not in own]
     found += [m.group(0) for m in CPP_DISPATCH.finditer(text)]
     return list(dict.fromkeys(found))
 
