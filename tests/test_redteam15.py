@@ -12,7 +12,8 @@ import time
 import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator
-from kevin_tui.evaluator.host.static_checks import cpp_torch_compute, run_static_checks, strip_c_comments
+from kevin_tui.evaluator.host.cpp_text import strip_c_comments
+from kevin_tui.evaluator.host.static_checks import cpp_torch_compute, run_static_checks
 from kevin_tui.evaluator.protocol import ProtocolViolation, parse_event
 from kevin_tui.evaluator.verdict import Status
 from kevin_tui.protocol.parse import parse_reply
@@ -128,16 +129,51 @@ def test_the_comment_stripper_is_linear_in_the_candidates_text():
 
 
 def test_the_comment_stripper_drops_what_it_dropped_before():
-    """Honest counterpart: the same text comes out as from the regex it replaces (leftmost comment first, a `/*`
-    with no `*/` after it kept), so a compute call in a comment is still no finding and one outside still is."""
+    """Honest counterpart: where no literal is involved the same comments go as with the regex it replaces (leftmost
+    first, a `/*` with no `*/` after it kept; each now a space, as the compiler has it), so a compute call in a comment
+    is still no finding and one outside still is."""
     old = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
     draw = random.Random(15)
-    pieces = ["/", "*", "\n", "a", " ", "/*", "*/", "//", '"']
+    pieces = ["/", "*", "\n", "a", " ", "/*", "*/", "//"]
     for _ in range(20_000):
         text = "".join(draw.choice(pieces) for _ in range(draw.randint(0, 24)))
-        assert strip_c_comments(text) == old.sub("", text), repr(text)
+        assert strip_c_comments(text) == old.sub(" ", text), repr(text)
     assert cpp_torch_compute("/* at::relu(x) */ // at::mm(a, b)\nauto y = at::empty_like(x);") == []
     assert cpp_torch_compute("/* note */ auto y = at::relu(x); // done") == ["at::relu"]
+
+
+# Code between literals that hold a comment's ends, as the compiler reads it: not a comment.
+CODE_BETWEEN_LITERALS = {
+    "strings": 'const char* a = "/*";\nauto y = at::relu(x);\nconst char* b = "*/";',
+    "an escaped quote": 'const char* a = "\\"/*";\nauto y = at::relu(x);\n"*/";',
+    "a raw string": 'const char* a = R"x(")/*)x";\nauto y = at::relu(x);\n"*/";',
+    "a raw string whose delimiter holds a quote": 'const char* a = R"q"(")/*)q"";\nauto y = at::relu(x);\n"*/";',
+    "a character literal": 'char q = \'"\'; const char* a = "/*"; auto y = at::relu(x); "*/";',
+    "a digit separator": 'int n = 1\'000; char q = \'"\'; const char* a = "/*"; auto y = at::relu(x); "*/";',
+    "a comment's start made by a line splice": "/\\\n* note */ auto y = at::relu(x);",
+}
+
+
+@pytest.mark.parametrize("how", sorted(CODE_BETWEEN_LITERALS))
+def test_code_between_literals_that_look_like_a_comment_is_code(how):
+    assert cpp_torch_compute(CODE_BETWEEN_LITERALS[how]) == ["at::relu"], how
+
+
+def test_a_comment_made_by_the_compilers_own_rules_still_hides_nothing_it_should_not():
+    """Honest counterparts: a `//` comment a line splice continues is comment to the compiler too, a comment between
+    two halves of a name splits it (the compiler reads a space)."""
+    assert cpp_torch_compute("// note \\\nauto y = at::relu(x);\nauto z = at::empty_like(x);") == []
+    assert cpp_torch_compute("auto y = at::re/**/lu(x);") == []
+    # a literal is kept as written, so a `//` in one starts no comment and a call spelled in one stays a finding
+    assert cpp_torch_compute('const char* s = "//"; auto y = at::relu(x);') == ["at::relu"]
+
+
+def test_the_module_sees_a_call_between_comment_like_strings():
+    """comment_in_string_hides_at_call.py: the module's static checks reported nothing (only the library's symbols and
+    the runtime count caught it under --strict); the text scan reads it as code now."""
+    assert "torch_compute_ops" in {
+        w.code for w in run_static_checks(candidate("redteam15/comment_in_string_hides_at_call.py"))
+    }
 
 
 # -- apply's reading of the accepted kernel file -------------------------------------------------------------------

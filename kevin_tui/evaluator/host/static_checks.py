@@ -14,8 +14,10 @@ settles whether a kernel really ran; these catch what passes at runtime yet defe
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 
+from kevin_tui.evaluator.host.cpp_text import strip_c_comments
 from kevin_tui.evaluator.operators import NOT_COMPUTE
 from kevin_tui.evaluator.verdict import Warning_
 
@@ -112,29 +114,6 @@ def dotted_name(node: ast.AST) -> str | None:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return None
-
-
-COMMENT_START = re.compile(r"//[^\n]*|/\*")
-
-
-def strip_c_comments(text: str) -> str:
-    """The text without its `//` and closed `/* */` comments, leftmost first, as `re.sub(r"//[^\\n]*|/\\*.*?\\*/")`
-    does, in time linear in the text: that regex ran from every `/*` with no `*/` after it to the end of the text
-    (`"/* " * N` in a C++ string literal: 60 KB took the host 14 s, 1 MB about an hour; redteam15). Once one `/*` finds
-    no `*/`, none after it can, so the search for one is never made again."""
-    kept, position, closable = [], 0, True
-    while match := COMMENT_START.search(text, position):
-        kept.append(text[position : match.start()])
-        position = match.end()
-        if match[0] == "/*":
-            end = text.find("*/", position) if closable else -1
-            if end == -1:
-                closable = False
-                kept.append("/*")
-            else:
-                position = end + 2
-    kept.append(text[position:])
-    return "".join(kept)
 
 
 def _constant_string(node: ast.AST) -> str | None:
@@ -236,26 +215,57 @@ def compute_operator(name: str) -> bool:
 
 
 # `acc.add(v)` is the candidate's own arithmetic when `acc` can only be an object of a struct the text defines: every
-# declaration of the name has such a type, the struct has no base (`struct Acc {`: not a Tensor by inheritance) and
+# declaration of the name has such a type, the struct has no base (`struct Acc {`: not a Tensor by inheritance), its
+# body names nothing that could hold PyTorch (a member pointing at `at::relu`, a `std::function`, an alias) and
 # nothing renames either (`using`, `typedef`, `#define`). Anything else (`auto`, a template parameter, a qualified or
 # templated type, an expression) stays a tensor method: an honest helper struct was `rejected` under --strict.
 CPP_STRUCT = re.compile(r"\b(?:struct|class)\s+(\w+)\s*(.)", re.S)
 CPP_RENAMED = re.compile(r"\busing\s+(\w+)\s*=|\btypedef\b[^;]*?(\w+)\s*;|#\s*define\s+(\w+)")
 CPP_WORD = re.compile(r"(?<![\w.])\w+")
+CPP_NOT_PLAIN = re.compile(
+    r"\b(?:at|torch|c10)\s*::|\bstd\s*::\s*function\b|\bTensor|\bdecltype\b|\(\s*\*|::\s*\*|\bauto\b"
+)
 NOT_A_TYPE = {"return", "case", "else", "do", "goto", "throw", "new", "delete", "sizeof", "co_return", "co_yield"}
 LOOKBACK = 120  # characters read before a name for its type: bounded, so the scan stays linear in the text
 
 
-def own_struct_names(text: str) -> set[str]:
-    """Struct and class names the text defines without a base, and never renames."""
-    shapes: dict[str, set[str]] = {}
-    for match in CPP_STRUCT.finditer(text):
-        shapes.setdefault(match[1], set()).add(match[2])
-    return {name for name, after in shapes.items() if after <= {"{", ";"} and "{" in after} - renamed_names(text)
-
-
 def renamed_names(text: str) -> set[str]:
     return {name for match in CPP_RENAMED.finditer(text) for name in match.groups() if name}
+
+
+def matching_braces(text: str) -> dict[int, int]:
+    """Each `{`'s position mapped to its `}`'s (one pass; an unclosed one to the text's end)."""
+    pairs: dict[int, int] = {}
+    opened: list[int] = []
+    for match in re.finditer(r"[{}]", text):
+        if match[0] == "{":
+            opened.append(match.start())
+        elif opened:
+            pairs[opened.pop()] = match.start()
+    pairs.update((start, len(text)) for start in opened)
+    return pairs
+
+
+def own_struct_names(text: str) -> set[str]:
+    """Struct and class names the text defines without a base, with bodies that name nothing PyTorch could hide in,
+    and never renames."""
+    renamed = renamed_names(text)
+    flagged = sorted([m.start() for m in CPP_NOT_PLAIN.finditer(text)] +
+                     [m.start() for m in CPP_WORD.finditer(text) if m[0] in renamed])  # fmt: skip
+    braces = matching_braces(text) if flagged else {}
+    shapes: dict[str, set[str]] = {}
+    for match in CPP_STRUCT.finditer(text):
+        after = match[2]
+        if after == "{":
+            inside = bisect.bisect_left(flagged, match.end())
+            if inside < len(flagged) and flagged[inside] < braces.get(match.end() - 1, len(text)):
+                after = "a body that names PyTorch, a pointer or an alias"
+        shapes.setdefault(match[1], set()).add(after)
+    return {name for name, after in shapes.items() if after <= {"{", ";"} and "{" in after} - renamed
+
+
+def word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
 
 
 def type_before(text: str, start: int) -> str:
@@ -264,12 +274,14 @@ def type_before(text: str, start: int) -> str:
     while i > floor:
         if text[i - 1].isspace() or text[i - 1] in "&*":
             i -= 1
-        elif text[max(floor, i - 5) : i] == "const" and not (text[i - 6 : i - 5].isalnum() or text[i - 6 : i - 5] == "_"):
+        elif i - 5 >= floor and text[i - 5 : i] == "const" and not word_char(text[i - 6 : i - 5]):
             i -= 5
         else:
             break
+    if i > floor and text[i - 1] == ">":
+        return ">"  # `Acc<F> acc`: a template's instance, whatever F is
     end = i
-    while i > floor and (text[i - 1].isalnum() or text[i - 1] == "_"):
+    while i > floor and word_char(text[i - 1]):
         i -= 1
     word = text[i:end]
     if not word or word in NOT_A_TYPE or word[0].isdigit():
@@ -279,17 +291,17 @@ def type_before(text: str, start: int) -> str:
 
 def receiver_of(text: str, dot: int) -> str:
     """The name a method is called on (`acc` in `acc.add(`, `p` in `p->add(`), "" for an expression."""
-    i = dot
-    while i > max(0, dot - LOOKBACK) and text[i - 1].isspace():
+    i, floor = dot, max(0, dot - LOOKBACK)
+    while i > floor and text[i - 1].isspace():
         i -= 1
     end = i
-    while i > max(0, dot - LOOKBACK) and (text[i - 1].isalnum() or text[i - 1] == "_"):
+    while i > floor and word_char(text[i - 1]):
         i -= 1
     return text[i:end]
 
 
 def own_struct_receivers(text: str, methods: list[re.Match[str]]) -> set[str]:
-    """The receivers of `methods` declared only as the text's own structs (and at least once)."""
+    """The receivers of `methods` declared (at least once) only as the text's own structs."""
     own = own_struct_names(text)
     names = {receiver_of(text, m.start()) for m in methods} - {""} if own else set()
     types: dict[str, set[str]] = {}
