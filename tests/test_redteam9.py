@@ -92,6 +92,7 @@ def test_other_sizes_and_torch_compile_judge_an_exact_kernel_as_the_trials_do(tm
     channel = Recorded()
     request = {"problem_path": str(problem), "device": "cpu", "outbox": str(tmp_path), "init_seed": 1}
     reference = Reference(request, channel)
+    reference.probe(8)  # as the worker starts (run_reference)
     reference.trials({"eval": 0, "seed": 5, "fresh": 2, "duplicates": 0})
     trial_inputs = [tensorfile.read(Path(p)) for p in channel.events[-1]["paths"]]
     reference.shapes({"eval": 0, "seed": 9, "max_bytes": 1 << 30})

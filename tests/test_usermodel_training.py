@@ -260,6 +260,31 @@ def test_a_fresh_batch_size_the_kernel_refuses_is_listed_and_new_values_are_comp
     assert skipped.startswith("batch size 6: the kernel does not take it") and "made for a batch of 3" in skipped
 
 
+def test_the_models_gradients_on_a_fresh_input_take_one_forward_call():
+    """Each fresh input's loss weights are drawn for the shapes of the model's output, and its gradients taken from
+    that same call (a no-grad call for the shapes, then another for the gradients, ran the model twice on it)."""
+    from kevin_tui.usermodel.check import gradient_cases
+    from kevin_tui.usermodel.training_check import gradients
+
+    class Counted(torch.nn.Linear):
+        calls = 0
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            Counted.calls += 1
+            return super().forward(x)
+
+    torch.manual_seed(0)
+    model = Counted(5, 2)
+    fresh = [("new values", [torch.randn(3, 5)]), ("batch size 6", [torch.randn(6, 5)])]
+    figures: dict = {}
+    cases = gradient_cases(model, torch.nn.Linear(5, 2), [torch.randn(3, 5)], fresh, figures)
+    assert Counted.calls == 2 and figures["fresh"] == ["new values", "batch size 6"]
+    for (label, inputs, weights, grads), (_, given) in zip(cases, fresh, strict=True):
+        assert inputs is given and [w.shape for w in weights] == [(len(given[0]), 2)], label
+        again = gradients(model, inputs, weights)[1]  # the gradients are the model's own for those weights
+        assert grads.keys() == again.keys() and all(torch.equal(grads[k], again[k]) for k in grads), label
+
+
 BF16_MODEL = '''import torch
 from tinylm.model import TinyLM
 

@@ -101,6 +101,9 @@ def _failure_details(value: Any) -> bool:
     return _mapping(value) and set(value) <= {"traceback"} and all(_string(v) for v in value.values())
 
 
+# a timing round's reply, the same from both workers (the reference's path is always None)
+ROUND_DONE = {"round": _integer, "samples_ms": _times, "synced_ms": _optional(_times), "path": _optional(_string)}
+
 # Events each role may send: name -> {field: check}. Fields not listed are refused.
 EVENTS: dict[str, dict[str, dict[str, Any]]] = {
     "candidate": {
@@ -140,12 +143,7 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
             "path": _optional(_string),
         },
         "timer_ready": {},
-        "round_done": {
-            "round": _integer,
-            "samples_ms": _times,
-            "synced_ms": _optional(_times),
-            "path": _optional(_string),
-        },
+        "round_done": ROUND_DONE,
         # details: the worker's traceback only; a free mapping became the verdict's details, where keys the host
         # sets itself ("reference_lost": the evaluator's failure, evaluated again) mean something
         "final": {"status": lambda v: v in CANDIDATE_FAILURES, "message": _string, "details": _failure_details},
@@ -176,12 +174,7 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
         "changed_ready": {"path": _string, "index": _integer, "reason": _string},
         "fresh_ready": {"path": _string, "index": _integer},
         "timer_ready": {},
-        "round_done": {
-            "round": _integer,
-            "samples_ms": _times,
-            "synced_ms": _optional(_times),
-            "path": _optional(_string),
-        },
+        "round_done": ROUND_DONE,
         "ingested": {"calls": _integer, "problem": _string},
         "problem_error": {"message": _string, "traceback": _string},
         "environment_error": {"message": _string},

@@ -35,8 +35,10 @@ from kevin_tui.usermodel.loader import UserModelError, run_forward, where
 from kevin_tui.usermodel.profiling import synchronize
 from kevin_tui.usermodel.training_check import (
     UNCOMPARABLE,
+    backward,
     compare_gradients,
     compiled,
+    graded,
     gradients,
     loss_weights,
     optimizer_steps,
@@ -311,8 +313,9 @@ def gradient_cases(
     cases = []
     for label, inputs in fresh:
         try:
-            weights = loss_weights(run_forward(model, inputs), seed=secrets.randbits(63))
-            expected_grads = gradients(model, inputs, weights)[1]
+            copies, output = graded(model, inputs)  # one forward: its output says the weights' shapes
+            weights = loss_weights(output, seed=secrets.randbits(63))
+            expected_grads = backward(model, copies, output, weights)[1]
         except Exception as exc:  # the model's own failure: that input is not one it takes
             figures.setdefault("fresh_skipped", []).append(f"{label}: the model does not take it: {where(exc)}")
             continue

@@ -63,20 +63,34 @@ def trainable(model: nn.Module, args: list[Any]) -> bool:
     )
 
 
-def gradients(
-    model: nn.Module, args: list[Any], weights: list[torch.Tensor], run: Callable[..., Any] | None = None
-) -> tuple[float, dict[str, Any]]:
-    """The loss and the gradient of every parameter needing one and every floating input (None: none
-    came); `run` calls the model (its compiled form) when given."""
+def graded(model: nn.Module, args: list[Any], run: Callable[..., Any] | None = None) -> tuple[list[Any], Any]:
+    """Copies of `args`, the floating ones needing a gradient, and the model's output on them with its graph, for
+    `backward` (the model's gradients cleared first); `run` calls the model (its compiled form) when given."""
     inputs = [a.detach().clone().requires_grad_() if _is_float(a) else a for a in args]
     model.zero_grad(set_to_none=True)
     with torch.enable_grad():
-        loss = weighted_loss((model if run is None else run)(*inputs), weights)
+        return inputs, (model if run is None else run)(*inputs)
+
+
+def backward(
+    model: nn.Module, inputs: list[Any], output: Any, weights: list[torch.Tensor]
+) -> tuple[float, dict[str, Any]]:
+    """The loss of `graded`'s output and the gradient of every parameter needing one and every floating input
+    (None: none came)."""
+    with torch.enable_grad():
+        loss = weighted_loss(output, weights)
         if loss.requires_grad:
             loss.backward()
     found = {f"parameter {n}": p.grad for n, p in model.named_parameters() if p.requires_grad}
     found |= {f"input {i}": a.grad for i, a in enumerate(inputs) if _is_float(a)}
     return loss.item(), found
+
+
+def gradients(
+    model: nn.Module, args: list[Any], weights: list[torch.Tensor], run: Callable[..., Any] | None = None
+) -> tuple[float, dict[str, Any]]:
+    """`backward` of `graded`: the loss and the gradients, from one call of the model."""
+    return backward(model, *graded(model, args, run), weights)
 
 
 def _is_float(value: Any) -> bool:

@@ -131,15 +131,18 @@ class CandidateRun:
             yield
         CUDA_CALLED[0] = CUDA_CALLED[0] or any(e.name in self.builds.cuda_ops for e in profile.function_events)
 
-    def forward(self, args: list[Any], what: str) -> Any:
-        def run():
-            with torch.no_grad(), self.cuda_ops_watched():
-                out = self.model(*args)
-            common.synchronize(self.device)  # surface asynchronous CUDA errors here
-            with no_modes():
-                return snapshot(out), aliases(out, args, model_tensors(self.model)), out
+    def call(self, args: list[Any], model: Any = None, watched: bool = True) -> tuple[Any, list[str], Any]:
+        """One call of `model` (ModelNew unless given: its torch.compile form) on `args`, and its output taken the
+        moment it returns: a copy, what it shares memory with (the inputs, ModelNew's tensors), and the live output.
+        `watched`: under `cuda_ops_watched` (its profiler may start a thread, which the op count must not have)."""
+        with torch.no_grad(), self.cuda_ops_watched() if watched else contextlib.nullcontext():
+            out = (self.model if model is None else model)(*args)
+        common.synchronize(self.device)  # surface asynchronous CUDA errors here
+        with no_modes():
+            return snapshot(out), aliases(out, args, model_tensors(self.model)), out
 
-        return self.guarded(what, run)
+    def forward(self, args: list[Any], what: str) -> tuple[Any, list[str], Any]:
+        return self.guarded(what, lambda: self.call(args))
 
     def profile(self, command: dict[str, Any]) -> None:
         """Where one forward call's time goes: PyTorch ops (CPU) and kernels (CUDA), from torch.profiler."""
@@ -207,17 +210,11 @@ class CandidateRun:
         args = common.to_device(tensorfile.read(Path(command["inputs"])), self.device)
         counts: dict[str, int] = {}
         path: Path | None = None
-
-        def run() -> tuple[Any, list[str]]:  # as `forward`, without its profiler (which may start a thread)
-            with torch.no_grad():
-                out = self.model(*args)
-            common.synchronize(self.device)
-            with no_modes():
-                return snapshot(out), aliases(out, args, model_tensors(self.model))
-
         try:
-            ((out, out_aliases), counts), unseen = self.elsewhere.around(
-                lambda: self.guarded("forward (its ops counted)", lambda: count_ops(run))
+            ((out, out_aliases, _), counts), unseen = self.elsewhere.around(
+                lambda: self.guarded(
+                    "forward (its ops counted)", lambda: count_ops(lambda: self.call(args, watched=False))
+                )
             )
         except Failure as failure:
             unseen = [f"forward failed while its ops were counted: {failure.message[:300]}"]
@@ -315,17 +312,10 @@ class CandidateRun:
             dynamo.reset()
             seed_cache()
             self.compiled_model = torch.compile(self.model)
-        model = self.compiled_model
-        given = common.clone(args)
-
-        def run() -> tuple[Any, list[str]]:
-            with torch.no_grad():
-                out = model(*given)
-            common.synchronize(self.device)
-            with no_modes():
-                return snapshot(out), aliases(out, given, model_tensors(self.model))
-
-        out, found = self.guarded(f"forward under torch.compile (trial {index + 1})", run)
+        given, model = common.clone(args), self.compiled_model
+        out, found, _ = self.guarded(
+            f"forward under torch.compile (trial {index + 1})", lambda: self.call(given, model, watched=False)
+        )
         path = self.scratch / f"compiled-{index}.kt"
         write_record(path, {"compiled": out}, found)
         self.channel.emit("compiled_done", index=index, path=str(path), graph_breaks=breaks, break_reasons=reasons)

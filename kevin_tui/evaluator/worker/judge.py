@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from kevin_tui.evaluator.verdict import Check  # the verdict's own: the host rebuilds it from its fields
 from kevin_tui.evaluator.worker.tensorfile import Leaf, Other
 
 TOLERANCES = {
@@ -26,13 +27,6 @@ TOLERANCES = {
     torch.float16: (1e-2, 1e-2),
     torch.bfloat16: (1e-2, 1e-2),
 }
-
-
-@dataclass
-class Check:
-    name: str
-    passed: bool
-    detail: str = ""
 
 
 @dataclass

@@ -30,8 +30,9 @@ class ProblemBroken(Exception):
     pass
 
 
-def shape_variants(module: Any, max_bytes: int) -> list[tuple[str, dict[str, int]]]:
-    """(label, new values) for the sizes worth trying; only integers the model's construction never sees."""
+def shape_variants(module: Any, max_bytes: int, size: int) -> list[tuple[str, dict[str, int]]]:
+    """(label, new values) for the sizes worth trying; only integers the model's construction never sees. `size`:
+    the bytes of the problem's inputs at its own sizes (doubled, they must stay within `max_bytes`)."""
     init_names = set(module.get_init_inputs.__code__.co_names)
     names = [
         n for n in module.get_inputs.__code__.co_names
@@ -40,7 +41,6 @@ def shape_variants(module: Any, max_bytes: int) -> list[tuple[str, dict[str, int
     if not names:
         return []
     first = names[0]
-    size = _nbytes(sample(module.get_inputs, 0))
     variants = [(f"{first}={getattr(module, first) // 2}", {first: getattr(module, first) // 2})]
     if 2 * size <= max_bytes:
         variants.append((f"{first}={2 * getattr(module, first)}", {first: 2 * getattr(module, first)}))
@@ -119,6 +119,9 @@ def _nbytes(value: Any) -> int:
 
 
 class Reference:
+    numbers: torch.dtype  # the dtype its Python numbers are judged in: the widest float it computes in (probe)
+    input_bytes: int  # what its inputs take at the problem's own sizes (probe)
+
     def __init__(self, request: dict[str, Any], channel: Channel) -> None:
         self.channel = channel
         self.path = request["problem_path"]
@@ -145,7 +148,6 @@ class Reference:
         self.round_seeds: dict[str, int] = {}  # each side's last round's seed: a judged call's inputs, drawn again
         self.output_aliases: list[str] = []  # what the reference's own output shares memory with (its probe)
         self.last_judged: dict[str, Any] | None = None  # the candidate outputs judged last
-        self.numbers = widest_float(model_tensors(self.model))  # the dtype its Python numbers are judged in (probe)
 
     def _import(self):
         try:
@@ -163,8 +165,26 @@ class Reference:
         common.synchronize(self.device)
         return out
 
+    def expected(self, args: list[Any]) -> Any:
+        """The reference's output on `args` (as drawn, on the CPU), copied as it returns."""
+        with no_modes():
+            return snapshot(self.forward(common.to_device(args, self.device)))
+
+    def keep(self, evaluation: int, name: str, args: list[Any], out: Any, values: dict[str, int]) -> tuple[str, int]:
+        """An expected output beyond the trials' (another size's, a fresh sample's) kept to judge against, with its
+        inputs and sizes `values` (its float64 output is computed from them when asked: `precise_output`); its
+        inputs written for the candidate. Their file and the output's index."""
+        outputs = self.outputs.setdefault(evaluation, [])
+        outputs.append(out)
+        self.sized_args[len(outputs) - 1] = (args, values)
+        path = self.outbox / f"eval-{evaluation}-{name}.kt"
+        tensorfile.write(path, args)
+        return str(path), len(outputs) - 1
+
     def probe(self, seed: int) -> dict[str, Any]:
-        """Run one sample: does the problem work, mutate its inputs, alias them, return something we can compare?"""
+        """Run one sample: does the problem work, mutate its inputs, alias them, return something we can compare?
+        Its inputs are drawn twice from one seed (the two workers must draw alike from one); the second draw, equal
+        to the first and never run, is returned as "spare" (the warm compile runs on it: no third draw)."""
         try:
             drawn = sample(self.module.get_inputs, seed)
             again = sample(self.module.get_inputs, seed)
@@ -180,6 +200,7 @@ class Reference:
             args = common.to_device(drawn, self.device)
             original = common.clone(args)
             self.numbers = widest_float([*leaves(args), *model_tensors(self.model)])
+            self.input_bytes = _nbytes(original)  # as drawn (before the forward, which may change them)
             out = self.forward(args)
         except Exception as exc:
             raise ProblemBroken(f"{self.path}: the reference forward raised {type(exc).__name__}: {exc}") from exc
@@ -201,9 +222,10 @@ class Reference:
             "mutates_inputs": not common.same(args, original),
             "output_aliases": aliases(out, args, model_tensors(self.model)),
             "output_bytes": _nbytes(out),
-            "input_bytes": _nbytes(args),
+            "input_bytes": self.input_bytes,
             "flops": flops,
             "work_bytes": _nbytes(original) + _nbytes(out) + _nbytes(model_tensors(self.model)),
+            "spare": again,
         }
 
     # -- correctness -----------------------------------------------------------------
@@ -216,8 +238,7 @@ class Reference:
             path = self.outbox / f"eval-{evaluation}-trial-{index}.kt"
             tensorfile.write(path, args)
             paths.append(str(path))
-            with no_modes():
-                outputs.append(snapshot(self.forward(common.to_device(args, self.device))))
+            outputs.append(self.expected(args))
         self.outputs = {evaluation: outputs}
         self.trial_args, self.sized_args, self.precise_trials = inputs, {}, {}
         self.first_args = inputs[0]
@@ -375,63 +396,53 @@ class Reference:
     def shapes(self, command: dict[str, Any]) -> None:
         """Inputs at other sizes, where the problem allows it: the module-level integers that only
         get_inputs uses (a batch size, a length), halved, doubled, or made odd to break tiling."""
-        outputs = self.outputs.setdefault(command["eval"], [])
         found: list[list[Any]] = []  # [label, inputs file, output index]
 
         def at_size() -> tuple[list[Any], Any]:
             args = sample(self.module.get_inputs, command["seed"])
-            with no_modes():
-                return args, snapshot(self.forward(common.to_device(args, self.device)))
+            return args, self.expected(args)
 
-        for label, values in shape_variants(self.module, command["max_bytes"]):
+        for label, values in shape_variants(self.module, command["max_bytes"], self.input_bytes):
             try:
                 args, out = self.sized(values, at_size)
             except Exception:
                 continue  # the problem itself does not work at that size: not a shape it allows
-            path = self.outbox / f"eval-{command['eval']}-shape-{len(found)}.kt"
-            tensorfile.write(path, args)
-            outputs.append(out)
-            self.sized_args[len(outputs) - 1] = (args, values)
-            found.append([label, str(path), len(outputs) - 1])
+            found.append([label, *self.keep(command["eval"], f"shape-{len(found)}", args, out, values)])
         self.channel.emit("shapes_ready", variants=found)
 
     def fresh(self, command: dict[str, Any]) -> None:
         """One fresh sample from a seed the host drew in secret, and its expected output, for the call whose ops are
         counted: inputs the candidate never saw, so it cannot answer them from memory."""
         args = sample(self.module.get_inputs, command["seed"])
-        with no_modes():
-            out = snapshot(self.forward(common.to_device(args, self.device)))
-        outputs = self.outputs.setdefault(command["eval"], [])
-        outputs.append(out)
-        self.sized_args[len(outputs) - 1] = (args, {})  # its float64 output, as another size's: at the same sizes
-        path = self.outbox / f"eval-{command['eval']}-fresh.kt"
-        tensorfile.write(path, args)
-        self.channel.emit("fresh_ready", path=str(path), index=len(outputs) - 1)
+        # its float64 output is computed as another size's is, at the problem's own sizes
+        path, index = self.keep(command["eval"], "fresh", args, self.expected(args), {})
+        self.channel.emit("fresh_ready", path=path, index=index)
 
     # -- timing ------------------------------------------------------------------
 
     def timer_for(self, command: dict[str, Any]) -> None:
         self.timers, self.served, self.round_seeds = {}, {}, {}
+        inputs = TimedInputs(self.module.get_inputs, self.device)  # its one draw decides how every side's calls draw
         for side in command["sides"]:
             model = self.model if side == "eager" else self.compiled()
 
             def call(args: list[Any], model=model) -> Any:
                 return model(*args)
 
-            self.timers[side] = Timer(call, TimedInputs(self.module.get_inputs, self.device), self.device)
+            self.timers[side] = Timer(call, inputs, self.device)
         self.channel.emit("timer_ready")
 
     def compiled(self):
         return torch.compile(self.model)
 
-    def warm_compile(self, seed: int) -> None:
-        """One call of the reference under torch.compile, which fills the shared compile cache that candidate
-        workers start theirs from under --compiled (inductor's probes of the compiler, its headers' builds):
-        ~3x faster first compiles there. Only this worker writes it. A problem that cannot compile is not
-        broken: its candidates' compiled runs say so."""
+    def warm_compile(self, args: list[Any]) -> None:
+        """One call of the reference under torch.compile (on `args`, the probe's spare draw), which fills the
+        shared compile cache that candidate workers start theirs from under --compiled (inductor's probes of the
+        compiler, its headers' builds): ~3x faster first compiles there. Only this worker writes it. A problem that
+        cannot compile is not broken: its candidates' compiled runs say so."""
         try:
             with torch.no_grad():
-                self.compiled()(*common.to_device(sample(self.module.get_inputs, seed), self.device))
+                self.compiled()(*common.to_device(args, self.device))
             common.synchronize(self.device)
         except Exception:
             pass
@@ -529,8 +540,10 @@ def run_reference(request: dict[str, Any], channel: Channel) -> None:
     reference.output_aliases = probe["output_aliases"]
     if compile_baseline_on(request.get("compile_baseline"), reference.device):  # imported before "ready", not timed
         importlib.import_module("torch._dynamo")
+    spare = probe.pop("spare")  # not held for the worker's lifetime: a large problem's inputs
     if request.get("warm_compile"):
-        reference.warm_compile(request["init_seed"] + 7)
+        reference.warm_compile(spare)
+    del spare
     init_path = reference.outbox / "init.kt"
     tensorfile.write(init_path, list(reference.init_inputs))
     channel.emit(
