@@ -1,0 +1,55 @@
+"""Red team 16: timing, the judge, false rejects and the user's-model check (tests/candidates/redteam16/)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import torch
+
+from kevin_tui.usermodel.check import compare_norm
+from tests.conftest import CANDIDATES
+
+HERE = CANDIDATES / "redteam16"
+
+
+def _candidate(name: str):
+    spec = importlib.util.spec_from_file_location(f"redteam16_{name}", HERE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_bf16_gradient_with_its_tail_tile_left_at_zero_does_not_match_by_its_norm():
+    torch.manual_seed(0)
+    gradient = torch.randn(1024, 1024).bfloat16()
+    dropped = gradient.clone()
+    dropped[-8:, -8:] = 0
+    why, difference = compare_norm(gradient, dropped, None, None, "the gradient of parameter proj.weight")
+    assert why is not None and "more than 10x rtol of the largest" in why, why
+    assert difference > 2
+
+
+def test_the_tail_dropping_backward_candidates_weight_gradient_fails_and_the_right_one_matches():
+    module = _candidate("bf16_backward_tail_tile_dropped")
+    torch.manual_seed(1)
+    model = module.ModelNew(1024)
+    x = torch.randn(4, 64, 1024, dtype=torch.bfloat16)
+    model(x).float().square().sum().backward()
+    got = model.proj.weight.grad.clone()
+    model.zero_grad()
+    torch.nn.functional.linear(x, model.proj.weight, model.proj.bias).float().square().sum().backward()
+    expected = model.proj.weight.grad
+    assert compare_norm(expected, got, None, None, "grad")[0] is not None
+    assert compare_norm(expected, expected.clone(), None, None, "grad")[0] is None
+
+
+def test_honest_bf16_rounding_differences_still_match_by_the_norm():
+    """The norm is there for a bf16 tensor computed in another order: a split-K matmul whose two partials are
+    rounded to bf16 misses the elementwise tolerance on 11,242 of 262,144 values (up to 1.0 off, where values
+    near zero cancel) and still matches, as it did before the elementwise cap."""
+    torch.manual_seed(2)
+    a, b = torch.randn(512, 1024).bfloat16(), torch.randn(1024, 512).bfloat16()
+    expected = (a.float() @ b.float()).bfloat16()
+    split_k = (a[:, :512] @ b[:512]) + (a[:, 512:] @ b[512:])
+    why, difference = compare_norm(expected, split_k, None, None, "output")
+    assert why is None and difference >= 0.5
