@@ -53,3 +53,32 @@ def test_honest_bf16_rounding_differences_still_match_by_the_norm():
     split_k = (a[:, :512] @ b[:512]) + (a[:, 512:] @ b[512:])
     why, difference = compare_norm(expected, split_k, None, None, "output")
     assert why is None and difference >= 0.5
+
+
+def test_an_infinite_reference_value_is_matched_only_by_the_same_infinity():
+    from kevin_tui.usermodel.check import compare
+
+    module = _candidate("masked_scores_fill_finite")
+    torch.manual_seed(3)
+    scores, mask = torch.randn(4, 16, 16), torch.rand(4, 16, 16) > 0.7
+    expected = scores.masked_fill(mask, float("-inf"))
+    why, difference = compare(expected, module.ModelNew()(scores, mask), None, None)
+    assert why is not None and difference == float("inf"), why
+    inf = float("inf")
+    for reference, got in [([-inf, 1.0], [inf, 1.0]), ([inf, 1.0], [3e38, 1.0]), ([1.0, 1.0], [inf, 1.0])]:
+        assert compare(torch.tensor(reference), torch.tensor(got), None, None)[0] is not None, (reference, got)
+    assert compare_norm(expected, expected.masked_fill(mask, 0.0), None, None, "gradient")[0] is not None
+
+
+def test_the_same_infinities_and_nans_with_close_numbers_still_match():
+    from kevin_tui.usermodel.check import compare
+
+    torch.manual_seed(4)
+    scores, mask = torch.randn(4, 16, 16), torch.rand(4, 16, 16) > 0.7
+    expected = scores.masked_fill(mask, float("-inf"))
+    got = (scores * (1 + 1e-6)).masked_fill(mask, float("-inf"))
+    why, difference = compare(expected, got, None, None)
+    assert why is None and 0 < difference < 1e-4
+    nan = float("nan")
+    assert compare(torch.tensor([nan, 2.0]), torch.tensor([nan, 2.0]), None, None) == (None, 0.0)
+    assert compare(torch.tensor([nan, 2.0]), torch.tensor([0.0, 2.0]), None, None)[0] is not None

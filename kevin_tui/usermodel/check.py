@@ -94,11 +94,14 @@ def compare(
         largest = reference.nan_to_num(0, 0, 0).abs().max().item() if expected.numel() else 0.0
         used_atol = default_atol if atol is not None else min(default_atol, used_rtol * largest)
         diff = (value - reference).abs()
-        nan_apart = value.isnan() != reference.isnan()
-        worst = diff.nan_to_num(0).max().item() if diff.numel() else 0.0
-        if bool(nan_apart.any()):
+        # NaN or an infinity on either side matches only the same there (an infinite reference made its own bound
+        # infinite: -inf where the model gave +inf, or 0 where it gave -inf, passed)
+        finite = value.isfinite() & reference.isfinite()
+        apart = ~finite & ~((value == reference) | (value.isnan() & reference.isnan()))
+        worst = diff[finite].max().item() if bool(finite.any()) else 0.0
+        if bool(apart.any()):
             worst = UNCOMPARABLE
-        bad = (diff > used_atol + used_rtol * reference.abs()) | nan_apart
+        bad = (diff > used_atol + used_rtol * reference.abs()) | apart
         if bad.any():
             return (f"{at}: {int(bad.sum())} of {bad.numel()} values outside tolerance (largest difference "
                     f"{worst:.3g}, atol {used_atol:.3g}, rtol {used_rtol:g})"), worst  # fmt: skip
