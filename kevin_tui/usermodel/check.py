@@ -180,16 +180,29 @@ def timed(before: Callable[[], Any], after: Callable[[], Any], device: str, roun
             "interval": speedup_interval(times["before"], times["after"]), "rounds": len(times["before"])}  # fmt: skip
 
 
+def moved_on(args: list[Any]) -> list[Any]:
+    """`args` with each tensor's version counter moved on (O(1), no value touched): timed calls run on the same
+    tensors call after call, so a kernel that returns its last answer for the same tensor at the same version
+    (always right, never a hit in eval's fresh inputs) had every timed call after the first free (576x reported
+    for a 1x linear: tests/candidates/redteam16/memo_by_identity_apply_speedup.py)."""
+    from torch.autograd.graph import increment_version
+
+    for arg in args:
+        if isinstance(arg, torch.Tensor):
+            increment_version(arg)
+    return args
+
+
 def inference(model: nn.Module, args: list[Any]) -> Callable[[], Any]:
     def call() -> Any:
         with torch.no_grad():
-            return model(*args)
+            return model(*moved_on(args))
 
     return call
 
 
 def training_step(model: nn.Module, args: list[Any], weights: list[torch.Tensor]) -> Callable[[], Any]:
-    return lambda: gradients(model, args, weights)
+    return lambda: gradients(model, moved_on(args), weights)
 
 
 def check(
