@@ -107,3 +107,38 @@ def test_moving_the_version_on_keeps_the_inputs_values_and_their_gradients():
     assert y is x and x._version == version + 1 and torch.equal(x.detach(), before)
     y.square().sum().backward()
     assert torch.equal(x.grad, 2 * before)
+
+
+def _speed(speedup: float, low: float, high: float):
+    from kevin_tui.evaluator.host.decisions import Finding, decide
+
+    verdict = decide(Finding.CORRECT, f"correct, {speedup}x")
+    verdict.speedup, verdict.speedup_interval, verdict.candidate_ms, verdict.reference_ms = speedup, [low, high], 1, 2
+    verdict.details["measured_speedup"] = speedup
+    return verdict
+
+
+def test_a_measurement_taken_again_after_the_clock_check_failed_can_only_lower_the_speedup(monkeypatch):
+    from kevin_tui.evaluator.host.candidate_run import HostRun, speed_record
+    from kevin_tui.evaluator.host.decisions import Finding, decide
+    from kevin_tui.evaluator.verdict import Status
+
+    unlucky = {"clock_check": {"n": 1}, "speed_if_agreed": speed_record(_speed(1.0, 0.6, 1.3))}
+    outcomes = [decide(Finding.CLOCK_DISAGREES, "the control ran 9x faster", evidence=unlucky), _speed(1.8, 1.2, 2.4)]
+    monkeypatch.setattr(HostRun, "measure", lambda self: outcomes.pop(0))
+    verdict = HostRun.time(object.__new__(HostRun))
+    assert verdict.status is Status.CORRECT and verdict.speedup == 1.0 and verdict.speedup_interval == [0.6, 1.3]
+    assert verdict.evidence["remeasured"]["speedup"] == 1.8 and verdict.evidence["clock_check_first_attempt"]
+    assert "the lower of two measurements" in verdict.message
+
+
+def test_an_honest_retry_that_reads_slower_the_second_time_keeps_its_second_figures(monkeypatch):
+    from kevin_tui.evaluator.host.candidate_run import HostRun, speed_record
+    from kevin_tui.evaluator.host.decisions import Finding, decide
+
+    missed = {"clock_check": {"n": 1}, "speed_if_agreed": speed_record(_speed(2.1, 1.6, 2.6))}
+    outcomes = [decide(Finding.CLOCK_DISAGREES, "bookkeeping on a loaded machine", evidence=missed),
+                _speed(1.9, 1.5, 2.3)]  # fmt: skip
+    monkeypatch.setattr(HostRun, "measure", lambda self: outcomes.pop(0))
+    verdict = HostRun.time(object.__new__(HostRun))
+    assert verdict.speedup == 1.9 and verdict.speedup_interval == [1.5, 2.3] and "remeasured" not in verdict.evidence
