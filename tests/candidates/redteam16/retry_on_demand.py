@@ -3,10 +3,9 @@ measurement, whether it wants that measurement thrown away, and gets a fresh one
 
 (1) Attack: when the host's clock disagrees with the candidate's timings, the evaluator measures once more and the
     second measurement decides (candidate_run.HostRun.time: meant for an honest kernel's bookkeeping missing the
-    check once on a loaded machine). Whether the clock check fails is the candidate's own choice: its control
-    rounds (the reference model in its process) are not judged and its own loop's work after each call can be made
-    slow at will (here: a thread woken as each timed call returns holds the interpreter 6 ms, so the time outside
-    the reported calls exceeds the allowance), so whether the clock check fails is its choice. It also sees its
+    check once on a loaded machine). Whether the clock check fails is the candidate's own choice: its loop's work
+    after each call can be made slow at will (here: a thread woken as each timed call returns holds the interpreter
+    6 ms, so the time outside the reported calls exceeds the allowance). It also sees its
     luck: its main rounds against its own controls (an estimate of the reference's rounds). So it keeps a
     measurement that came out fast and spends an unlucky one on a retry: best of two at the headline.
     This file is the deterministic core: it fails the first measurement always (its first 11 main-round seeds,
