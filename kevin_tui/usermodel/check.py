@@ -54,6 +54,10 @@ def import_helper(path: Path) -> Any:
 
 
 MODES = ("train", "eval")
+# A gradient or parameter close in relative L2 error may still have no value further off than this many times rtol
+# times its largest value: the norm of a large tensor hides a few values that are simply wrong (a bf16 weight
+# gradient of 1M values with an 8x8 tail tile left at zero, values up to 2.25 off, had an L2 error of 0.8%: passed).
+FAR_SHARE = 10.0
 OTHER_MODE_SEED = 20250601
 
 
@@ -92,11 +96,14 @@ def compare(
         largest = reference.nan_to_num(0, 0, 0).abs().max().item() if expected.numel() else 0.0
         used_atol = default_atol if atol is not None else min(default_atol, used_rtol * largest)
         diff = (value - reference).abs()
-        nan_apart = value.isnan() != reference.isnan()
-        worst = diff.nan_to_num(0).max().item() if diff.numel() else 0.0
-        if bool(nan_apart.any()):
+        # NaN or an infinity on either side matches only the same there (an infinite reference made its own bound
+        # infinite: -inf where the model gave +inf, or 0 where it gave -inf, passed)
+        finite = value.isfinite() & reference.isfinite()
+        apart = ~finite & ~((value == reference) | (value.isnan() & reference.isnan()))
+        worst = diff[finite].max().item() if bool(finite.any()) else 0.0
+        if bool(apart.any()):
             worst = UNCOMPARABLE
-        bad = (diff > used_atol + used_rtol * reference.abs()) | nan_apart
+        bad = (diff > used_atol + used_rtol * reference.abs()) | apart
         if bad.any():
             return (f"{at}: {int(bad.sum())} of {bad.numel()} values outside tolerance (largest difference "
                     f"{worst:.3g}, atol {used_atol:.3g}, rtol {used_rtol:g})"), worst  # fmt: skip
@@ -131,7 +138,13 @@ def compare_norm(expected: Any, got: Any, rtol: float | None, atol: float | None
     _, used_rtol = tolerance_for(expected.dtype, atol, rtol)
     reference, value = expected.double(), got.double()
     relative = ((value - reference).norm() / reference.norm().clamp_min(1e-30)).item()
-    return (None if relative <= used_rtol else f"{why}; relative L2 error {relative:.3g} > {used_rtol:g}"), difference
+    if relative > used_rtol:
+        return f"{why}; relative L2 error {relative:.3g} > {used_rtol:g}", difference
+    far = FAR_SHARE * used_rtol * reference.nan_to_num(0, 0, 0).abs().max().item()
+    if difference > far:  # `compare`'s largest difference: infinite where NaN stands against a number
+        why = f"{why}; a value is {difference:.3g} off, more than {FAR_SHARE:g}x rtol of the largest ({far:.3g})"
+        return why, difference
+    return None, difference
 
 
 def _kind(value: Any) -> str:
@@ -169,16 +182,29 @@ def timed(before: Callable[[], Any], after: Callable[[], Any], device: str, roun
             "interval": speedup_interval(times["before"], times["after"]), "rounds": len(times["before"])}  # fmt: skip
 
 
+def moved_on(args: list[Any]) -> list[Any]:
+    """`args` with each tensor's version counter moved on (O(1), no value touched): timed calls run on the same
+    tensors call after call, so a kernel that returns its last answer for the same tensor at the same version
+    (always right, never a hit in eval's fresh inputs) had every timed call after the first free (576x reported
+    for a 1x linear: tests/candidates/redteam16/memo_by_identity_apply_speedup.py)."""
+    from torch.autograd.graph import increment_version
+
+    for arg in args:
+        if isinstance(arg, torch.Tensor):
+            increment_version(arg)
+    return args
+
+
 def inference(model: nn.Module, args: list[Any]) -> Callable[[], Any]:
     def call() -> Any:
         with torch.no_grad():
-            return model(*args)
+            return model(*moved_on(args))
 
     return call
 
 
 def training_step(model: nn.Module, args: list[Any], weights: list[torch.Tensor]) -> Callable[[], Any]:
-    return lambda: gradients(model, args, weights)
+    return lambda: gradients(model, moved_on(args), weights)
 
 
 def check(

@@ -529,9 +529,11 @@ class HostRun:
         kernel's bookkeeping can miss the clock check once, while a kernel hiding work misses it every time."""
         verdict = self.measure()
         if finding_of(verdict) is Finding.CLOCK_DISAGREES:
-            first = verdict.evidence["clock_check"]
+            first, unchecked = verdict.evidence["clock_check"], verdict.evidence.get("speed_if_agreed")
             verdict = self.measure()
             verdict.evidence["clock_check_first_attempt"] = first
+            if verdict.status is Status.CORRECT and unchecked is not None:
+                keep_the_lower(verdict, unchecked)
         return verdict
 
     def measure(self) -> Verdict:
@@ -622,8 +624,9 @@ class HostRun:
                           "ms) while the reference was being timed")  # fmt: skip
         check = clock_check(candidate, eager)
         if why := check.problem():
+            unchecked = speed_record(speed_figures(results, device, seed))  # a measurement again may only lower it
             return decide(Finding.CLOCK_DISAGREES, f"timings disagree with the host's clock: {why}",
-                          evidence={"clock_check": asdict(check)})  # fmt: skip
+                          evidence={"clock_check": asdict(check), "speed_if_agreed": unchecked})  # fmt: skip
         verdict = speed_figures(results, device, seed)
         verdict.evidence["clock_check"] = asdict(check)
         if (share := cpu_share(candidate, threads)) is not None:
@@ -741,6 +744,28 @@ def speed_figures(results: dict[str, Side], device: str, seed: int) -> Verdict:
     verdict.warnings = warnings
     verdict.message = f"correct, {describe_speedup(verdict)} ({cand_ms:.3f} ms vs {ref_ms:.3f} ms)"
     return verdict
+
+
+def speed_record(verdict: Verdict) -> dict[str, Any]:
+    """A correct verdict's speed figures, as kept in evidence."""
+    return {"speedup": verdict.speedup, "speedup_interval": verdict.speedup_interval,
+            "candidate_ms": verdict.candidate_ms, "reference_ms": verdict.reference_ms,
+            "measured_speedup": verdict.details.get("measured_speedup")}  # fmt: skip
+
+
+def keep_the_lower(verdict: Verdict, first: dict[str, Any]) -> None:
+    """A measurement taken again after the clock check failed stands only where it is no faster than the first: the
+    candidate decides whether its timings disagree (forged per-call times, a control made instant), so a retry it
+    can ask for after a measurement it finds unlucky must not be a second draw at the headline
+    (tests/candidates/redteam16/retry_on_demand.py)."""
+    if first["speedup"] is None or verdict.speedup is None or first["speedup"] >= verdict.speedup:
+        return
+    verdict.evidence["remeasured"] = speed_record(verdict)
+    verdict.speedup, verdict.speedup_interval = first["speedup"], first["speedup_interval"]
+    verdict.candidate_ms, verdict.reference_ms = first["candidate_ms"], first["reference_ms"]
+    verdict.details["measured_speedup"] = first["measured_speedup"]
+    verdict.message = (f"correct, {describe_speedup(verdict)} ({verdict.candidate_ms:.3f} ms vs "
+                       f"{verdict.reference_ms:.3f} ms; the lower of two measurements)")  # fmt: skip
 
 
 def describe_speedup(verdict: Verdict) -> str:
