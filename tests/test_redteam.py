@@ -221,6 +221,37 @@ def test_timed_answers_cannot_be_precomputed_from_values_held_before_the_round(t
     assert verdict.status is Status.INCORRECT and "timing round" in verdict.message, verdict.message
 
 
+def test_the_candidate_is_stopped_while_the_reference_judges_a_timed_round(timed_relu, monkeypatch):
+    """(redteam16, open there) Between its rounds the reference judges the round's outputs: a candidate left running
+    then had the reference's work and CPU beside its own, uncharged. Every judgement of a timed round is made with
+    the candidate's processes stopped, like the reference's own rounds."""
+    from kevin_tui.evaluator.host.candidate_run import HostRun
+    from kevin_tui.evaluator.host.workers import WorkerProcess
+
+    depth, seen = [0], []
+    held, judge = WorkerProcess.held, HostRun.judge
+
+    @contextlib.contextmanager
+    def counted(self):
+        with held(self):
+            depth[0] += 1
+            try:
+                yield
+            finally:
+                depth[0] -= 1
+
+    def recorded(self, command, trial=None):
+        if command["cmd"] == "judge_timed":
+            seen.append(depth[0])
+        return judge(self, command, trial)
+
+    monkeypatch.setattr(WorkerProcess, "held", counted)
+    monkeypatch.setattr(HostRun, "judge", recorded)
+    verdict = timed_relu.evaluate(candidate_source("relu_cpp.py"))
+    assert verdict.status is Status.CORRECT, verdict.message
+    assert seen and all(d > 0 for d in seen), seen
+
+
 def test_a_candidates_failure_cannot_say_the_evaluator_failed(strict):
     """The `final` event's details are the worker's traceback only; anything else is a protocol violation."""
     verdict = strict.evaluate(redteam4("failure_blames_the_evaluator"))

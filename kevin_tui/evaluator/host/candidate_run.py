@@ -571,7 +571,8 @@ class HostRun:
                         self.worker.cpu_seconds() - before - ref_round.window_ms / 1e3 * LEFTOVER_CPU_SHARE
                     )
             precision_call = secret.randrange(calls) if number == measured_round else None
-            self.judge({"cmd": "judge_timed", "round": number, "precision_call": precision_call})
+            with self.worker.held():  # the candidate stopped while the reference works, as in its timed rounds
+                self.judge({"cmd": "judge_timed", "round": number, "precision_call": precision_call})
             results["candidate"].controls.append(self.candidate_round(number, calls, seed, control=True))
         return self.speed_verdict(results, device, leftover_cpu, secret.getrandbits(62))
 
