@@ -9,7 +9,6 @@ import contextlib
 import pytest
 import torch
 
-from kevin_tui import kernelbench
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.evaluator.worker.judge import compare_tensor
 from kevin_tui.problem import load_problem
@@ -120,11 +119,16 @@ def test_a_result_more_exact_than_the_reference_passes_and_a_less_exact_one_fail
 
 
 def test_an_honest_float64_accumulator_is_correct(build_cache):
-    problem = load_problem(kernelbench.resolve_one("kernelbench:level1/4"))
+    """Judged on level1/4 with half its rows (problems/matvec_few_rows.py): every output is the same
+    131072-term reduction, so the float32 reference's own rounding is what it is there and outputs near zero
+    still fail the plain tolerance: 8 to 12 of the 16 output checks were passed by the float64 judgement
+    (all 16 at 256 rows), which the checks name."""
+    problem = load_problem(REDTEAM / "problems" / "matvec_few_rows.py")
     options = EvalOptions(device="cpu", timing=False, shapes="off", cache_dir=build_cache)
     with Evaluator(problem, options, prespawn=False) as evaluator:
         verdict = evaluator.evaluate(redteam("honest_matvec_double_accumulate"))
     assert verdict.status is Status.CORRECT, verdict.message
+    assert any("float32 reference's own error" in check.detail for check in verdict.checks), verdict.checks
 
 
 # -- redteam4 (tests/candidates/redteam4/, each docstring says the attack and the verdict it got before) --------
