@@ -160,3 +160,39 @@ class WorkerFiles:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         return self.path(name)
+
+
+def open_log(path: Path) -> int:
+    """A descriptor appending to the log `path` in a worker's directory, which that worker could write: no link
+    is followed and only a plain file of its own is appended to; anything else standing under the name (a link
+    to a file of the host's, a FIFO, a hard link) is replaced by a new file."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    with contextlib.suppress(OSError):
+        fd = os.open(path, flags, 0o644)
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode) and info.st_nlink == 1:
+            os.set_blocking(fd, True)
+            return fd
+        os.close(fd)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    return os.open(path, flags | os.O_EXCL, 0o644)
+
+
+def read_tail(path: Path, limit: int) -> bytes:
+    """The last `limit` bytes of the log `path` in a worker's directory, b"" unless it is a plain file there:
+    a link is not followed (the worker could point its log at a file of the host's) and nothing blocks (a FIFO)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            return b""
+        start = max(0, info.st_size - limit)
+        return os.pread(fd, limit, start)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
