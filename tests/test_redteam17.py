@@ -94,3 +94,18 @@ def test_a_worker_started_again_in_its_scratch_appends_to_its_own_log(spawn, tmp
 
 def test_the_candidate_file_is_there():
     assert (HERE / "log_symlink_reads_host_file.py").is_file()
+
+
+def test_a_tools_log_the_candidate_made_a_link_to_a_host_file_is_not_read(tmp_path):
+    from kevin_tui.evaluator.host import ncu, sanitizer
+    from kevin_tui.evaluator.host.tools import read_log
+
+    host, scratch = _host_file(tmp_path)
+    log = scratch / "tool.log"
+    log.write_text("========= ERROR SUMMARY: 0 errors\n")
+    assert "ERROR SUMMARY" in read_log(log, 1 << 20)  # honest: the tool's own log is read
+    log.unlink()
+    log.symlink_to(host)  # done by the candidate, which runs in the tool's scratch
+    assert read_log(log, 1 << 20) == ""
+    assert SECRET not in str(sanitizer.tool_result(log, "memcheck", None))
+    assert SECRET not in str(ncu.evidence(log))
