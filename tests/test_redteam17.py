@@ -109,3 +109,36 @@ def test_a_tools_log_the_candidate_made_a_link_to_a_host_file_is_not_read(tmp_pa
     assert read_log(log, 1 << 20) == ""
     assert SECRET not in str(sanitizer.tool_result(log, "memcheck", None))
     assert SECRET not in str(ncu.evidence(log))
+
+
+def _source_of(name: str) -> str:
+    import ast
+
+    tree = ast.parse((HERE / f"{name}.py").read_text())
+    return next(n.value.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "SOURCE")
+
+
+def test_cpp_that_pastes_names_with_the_preprocessor_is_a_strict_finding():
+    from kevin_tui.evaluator.host.static_checks import cpp_torch_compute
+
+    source = _source_of("cpp_calls_torch_through_python_pasted")
+    assert "PyObject_Call" not in source and "ExcludeDispatchKeyGuard" not in source  # what the scan read before
+    assert any("##" in found for found in cpp_torch_compute(source))
+    assert cpp_torch_compute("#define J(a, b) a %:%: b\nJ(at::re, lu)(x);")  # the digraph spelling
+
+
+def test_honest_cpp_with_stringizing_macros_and_a_hash_string_is_no_finding():
+    from kevin_tui.evaluator.host.static_checks import cpp_torch_compute
+
+    honest = (
+        "#include <torch/extension.h>\n"
+        '#define CHECK_INPUT(x) TORCH_CHECK(x.is_contiguous(), #x " must be contiguous")\n'
+        "// a comment with ## in it\n"
+        "torch::Tensor fwd(torch::Tensor x) {\n"
+        "    CHECK_INPUT(x);\n"
+        '    const char* banner = "## kernel ##";\n'
+        "    auto out = torch::empty_like(x);\n"
+        "    return out;\n"
+        "}\n"
+    )
+    assert cpp_torch_compute(honest) == []
