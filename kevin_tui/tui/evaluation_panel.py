@@ -22,6 +22,7 @@ from textual.widgets import Static
 
 from kevin_tui.driver import Phase
 from kevin_tui.evaluator.compiler_output import printable
+from kevin_tui.evaluator.host.scratch import read_tail
 from kevin_tui.evaluator.verdict import Verdict
 from kevin_tui.tui.render import verdict_renderable
 
@@ -115,11 +116,6 @@ class EvaluationPanel(VerticalScroll):
 def _tail(path: Path, lines: int = LOG_LINES) -> str:
     """The log's last lines. The builder's log holds the compiler's output on the candidate's sources:
     read boundedly, control characters (terminal escapes) dropped, and shown as plain text, never markup."""
-    try:
-        with path.open("rb") as log:
-            log.seek(max(0, log.seek(0, 2) - TAIL_BYTES))
-            text = log.read(TAIL_BYTES).decode(errors="replace")
-    except OSError:
-        return ""
+    text = read_tail(path, TAIL_BYTES).decode(errors="replace")  # the worker could make its log a link
     kept = [printable(line)[:LINE_CHARS] for line in text.strip().splitlines()[-lines:]]
     return "\n".join(kept)

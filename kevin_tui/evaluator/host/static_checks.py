@@ -103,6 +103,13 @@ CPP_DISPATCH = re.compile(
     r"|\bPyObject_(?:GetAttr|Vectorcall|Call)\w*|\b(?:py|pybind11)::(?:eval|exec)\b|__import__"
 )
 
+# The preprocessor's token pasting builds a name the text never spells (`J(PyObject_, CallFunctionObjArgs)` with
+# `#define J(a, b) a##b`, redteam17): every name above can be pieced together so, and the built library's imports
+# cannot tell Python's call machinery apart (every pybind11 library imports `PyObject_CallFunctionObjArgs`). A text
+# that pastes is one this scan cannot read: a finding itself. Stringizing (`#x`) builds no name.
+PASTE = re.compile(r"##|%:%:")
+CPP_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+
 
 def dotted_name(node: ast.AST) -> str | None:
     """'torch.nn.functional.relu' for that attribute chain, None for anything else."""
@@ -328,6 +335,8 @@ def cpp_torch_compute(text: str) -> list[str]:
     own = own_struct_receivers(text, methods)
     found += [f".{m.group(1)}()" for m in methods if receiver_of(text, m.start()) not in own]
     found += [m.group(0) for m in CPP_DISPATCH.finditer(text)]
+    if PASTE.search(CPP_STRING.sub('""', text)):
+        found.append("## (names pasted by the preprocessor, which this scan cannot read)")
     return list(dict.fromkeys(found))
 
 

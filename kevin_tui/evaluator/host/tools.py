@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from kevin_tui.evaluator.host.sandbox import Bind
+from kevin_tui.evaluator.host.scratch import read_head
 
 
 def find_tool(name: str, places: Iterable[str] = ()) -> str | None:
@@ -28,8 +29,4 @@ def install_binds(tool: str) -> list[Bind]:
 
 def read_log(log: Path, max_bytes: int) -> str:
     """The first `max_bytes` of a tool's log (the candidate's process can make it any size), '' if none."""
-    try:
-        with open(log, "rb") as f:
-            return f.read(max_bytes).decode("utf-8", "replace")
-    except OSError:
-        return ""
+    return read_head(log, max_bytes).decode("utf-8", "replace")  # the candidate could make it a link: not followed

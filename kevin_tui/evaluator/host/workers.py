@@ -29,7 +29,7 @@ from typing import Any
 
 from kevin_tui.evaluator.host.cgroups import ResourceGroup
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, Sandbox, package_root, seccomp_memfd, system_binds
-from kevin_tui.evaluator.host.scratch import disk_usage
+from kevin_tui.evaluator.host.scratch import disk_usage, open_log, read_tail
 from kevin_tui.evaluator.protocol import MAX_EVENT_BYTES, ProtocolViolation, encode, parse_event
 from kevin_tui.processes import cpu_seconds, kill_namespace, kill_process_group, namespace_init, pause_tree, resume
 
@@ -118,7 +118,8 @@ class WorkerProcess:
         filter_fd = seccomp_memfd() if sandbox.kind == "bwrap" else None
         passed = fds if filter_fd is None else (*fds, filter_fd)
         try:
-            with open(self.log_path, "ab") as log:
+            # the scratch may be one a candidate wrote before (a tool's run after its own): never follow its log
+            with os.fdopen(open_log(self.log_path), "ab") as log:
                 self.proc = subprocess.Popen(
                     self.group.wrap(sandbox.command(argv, all_binds, str(scratch), filter_fd)),
                     stdin=subprocess.DEVNULL,
@@ -320,11 +321,7 @@ class WorkerProcess:
         return counted if counted is not None else cpu_seconds(self.proc.pid)
 
     def log_tail(self, chars: int = 4000) -> str:
-        try:
-            data = self.log_path.read_bytes()
-        except OSError:
-            return ""
-        return data[-chars:].decode(errors="replace")
+        return read_tail(self.log_path, chars).decode(errors="replace")  # a link there is not followed
 
     def alive(self) -> bool:
         return self.proc.poll() is None
