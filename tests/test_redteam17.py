@@ -125,6 +125,9 @@ def test_cpp_that_pastes_names_with_the_preprocessor_is_a_strict_finding():
     assert "PyObject_Call" not in source and "ExcludeDispatchKeyGuard" not in source  # what the scan read before
     assert any("##" in found for found in cpp_torch_compute(source))
     assert cpp_torch_compute("#define J(a, b) a %:%: b\nJ(at::re, lu)(x);")  # the digraph spelling
+    # a literal the plain string pattern misread ('"' opened a "string" to the next quote) hid the paste from it
+    desync = 'char q = \'"\';\n#define J(a, b) a##b\nauto f = J(PyObject_, CallFunctionObjArgs);\nconst char* s = "";'
+    assert any("##" in found for found in cpp_torch_compute(desync))
 
 
 def test_honest_cpp_with_stringizing_macros_and_a_hash_string_is_no_finding():

@@ -16,9 +16,9 @@ SPLICE = re.compile(r"\\\r?\n")  # phase 2: a backslash ending a line joins it t
 TOKEN = re.compile(
     r"(?P<raw>(?<!\w)(?:u8|[uUL])?R\"(?P<delim>[^ ()\\\t\v\f\n]{0,16})\()"  # R"delim( ... )delim"
     r"|(?P<line>//)|(?P<block>/\*)"
-    r"|\"(?:[^\"\\\n]|\\.)*\"?"  # a string (an unterminated one ends at its line's end)
+    r"|(?P<string>\"(?:[^\"\\\n]|\\.)*\"?)"  # a string (an unterminated one ends at its line's end)
     r"|(?<![\w.])\.?\d(?:'(?=\w)|[eEpP][+-]|[\w.])*"  # a number: 0x1'F, 1e+5, 1'000.5f
-    r"|'(?:[^'\\\n]|\\.)*'?",  # a character literal
+    r"|(?P<char>'(?:[^'\\\n]|\\.)*'?)",  # a character literal
     re.S,
 )
 
@@ -27,6 +27,16 @@ def strip_c_comments(text: str) -> str:
     """The text with its comments replaced by a space each, as the compiler sees it; literals kept as written. A `/*`
     with no end is kept and the scan goes on past it, an unterminated raw string keeps the rest of the text (the
     compiler rejects both)."""
+    return _lexed(text, literals=True)
+
+
+def code_only(text: str) -> str:
+    """As `strip_c_comments`, with every string and character literal emptied (`""`, `''`): the code alone, for a
+    scan whose marks (`##`) mean nothing inside a literal."""
+    return _lexed(text, literals=False)
+
+
+def _lexed(text: str, literals: bool) -> str:
     text = SPLICE.sub("", text)
     kept: list[str] = []
     position, closable = 0, True
@@ -50,8 +60,11 @@ def strip_c_comments(text: str) -> str:
             if end == -1:
                 kept.append(text[position:])
                 return "".join(kept)
-            kept.append(text[position : end + len(closing)])
+            kept.append(text[position : end + len(closing)] if literals else text[position : match.start()] + '""')
             position = end + len(closing)
+        elif not literals and (match["string"] or match["char"]):
+            kept.append(text[position : match.start()] + ('""' if match["string"] else "''"))
+            position = match.end()
         else:
             kept.append(text[position : match.end()])
             position = match.end()

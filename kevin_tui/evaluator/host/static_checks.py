@@ -17,7 +17,7 @@ import ast
 import bisect
 import re
 
-from kevin_tui.evaluator.host.cpp_text import strip_c_comments
+from kevin_tui.evaluator.host.cpp_text import code_only, strip_c_comments
 from kevin_tui.evaluator.operators import NOT_COMPUTE
 from kevin_tui.evaluator.verdict import Warning_
 
@@ -107,8 +107,7 @@ CPP_DISPATCH = re.compile(
 # `#define J(a, b) a##b`, redteam17): every name above can be pieced together so, and the built library's imports
 # cannot tell Python's call machinery apart (every pybind11 library imports `PyObject_CallFunctionObjArgs`). A text
 # that pastes is one this scan cannot read: a finding itself. Stringizing (`#x`) builds no name.
-PASTE = re.compile(r"##|%:%:")
-CPP_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+PASTE = re.compile(r"##|%:%:")  # read in the code alone (cpp_text.code_only): in a literal it pastes nothing
 
 
 def dotted_name(node: ast.AST) -> str | None:
@@ -335,7 +334,7 @@ def cpp_torch_compute(text: str) -> list[str]:
     own = own_struct_receivers(text, methods)
     found += [f".{m.group(1)}()" for m in methods if receiver_of(text, m.start()) not in own]
     found += [m.group(0) for m in CPP_DISPATCH.finditer(text)]
-    if PASTE.search(CPP_STRING.sub('""', text)):
+    if PASTE.search(code_only(text)):
         found.append("## (names pasted by the preprocessor, which this scan cannot read)")
     return list(dict.fromkeys(found))
 
