@@ -83,10 +83,17 @@ def test_strict_rejects_a_kernel_looked_up_by_name_at_runtime(strict):
     assert any(call.startswith("dlsym") for call in verdict.details["builds"][0]["torch_calls"])
 
 
-def test_strict_rejects_pytorch_compute_spelt_by_token_pasting_with_the_count_blinded(strict):
+def test_strict_rejects_pytorch_compute_spelt_by_token_pasting_with_the_count_blinded(strict, monkeypatch):
     """strict_pasted_names_blind_the_count.py: `at::clamp_min` and the guard that excludes the Python dispatch
     keys, both built with `##`, so the text holds neither name and the op count saw nothing (`correct` under
-    --strict, no warning). The dispatcher entry the library imports names the operator."""
+    --strict, no warning). The dispatcher entry the library imports names the operator. (Pasting is a text finding
+    of its own since redteam17; switched off here, so this proves the library's imports alone still reject it.)"""
+    import re
+
+    from kevin_tui.evaluator.host import static_checks
+
+    assert any("##" in f for f in static_checks.cpp_torch_compute(redteam7("strict_pasted_names_blind_the_count")))
+    monkeypatch.setattr(static_checks, "PASTE", re.compile(r"(?!)"))
     verdict = strict.evaluate(redteam7("strict_pasted_names_blind_the_count"))
     assert verdict.status is Status.REJECTED and "at::_ops::clamp_min" in verdict.message, verdict.message
 

@@ -112,11 +112,17 @@ def test_a_kernel_narrow_only_after_its_first_trial_gets_the_lower_precision_war
 # -- --strict: C++ that calls back into Python ----------------------------------------------------------------
 
 
-def test_strict_rejects_a_kernel_calling_torch_back_through_python(strict):
+def test_strict_rejects_a_kernel_calling_torch_back_through_python(strict, monkeypatch):
     """strict_python_callback_blinds_the_count.py: the C++ imports `torch` with pybind11 and calls `torch.relu`
     by attribute name inside `torch._C._DisableTorchDispatch()`, every name pasted: no `at::` text, no PyTorch
     symbol, no dispatch the op count sees (`correct` under --strict). Python's import and call machinery among the
-    library's imports is a finding now."""
+    library's imports is a finding now. (Pasting is a text finding of its own since redteam17; switched off here, so
+    this proves the library's imports alone still reject it.)"""
+    import re
+
+    from kevin_tui.evaluator.host import static_checks
+
+    monkeypatch.setattr(static_checks, "PASTE", re.compile(r"(?!)"))
     verdict = strict.evaluate(redteam8("strict_python_callback_blinds_the_count"))
     assert verdict.status is Status.REJECTED, verdict.message
     assert "PyImport_ImportModule" in verdict.message
