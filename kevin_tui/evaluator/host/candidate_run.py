@@ -743,8 +743,14 @@ def speed_figures(results: dict[str, Side], device: str, seed: int) -> Verdict:
         warnings.append(Warning_("suspicious_speedup", f"{verdict.speedup:.1f}x over eager is unusually high: "
                                  "check the kernel really does the work"))  # fmt: skip
     verdict.warnings = warnings
-    verdict.message = f"correct, {describe_speedup(verdict)} ({cand_ms:.3f} ms vs {ref_ms:.3f} ms)"
+    verdict.message = correct_message(verdict)
     return verdict
+
+
+def correct_message(verdict: Verdict, note: str = "") -> str:
+    """A correct verdict's message from its speed figures, `note` added inside the brackets."""
+    times = f"{verdict.candidate_ms:.3f} ms vs {verdict.reference_ms:.3f} ms"
+    return f"correct, {describe_speedup(verdict)} ({times}{note})"
 
 
 def speed_record(verdict: Verdict) -> dict[str, Any]:
@@ -765,8 +771,7 @@ def keep_the_lower(verdict: Verdict, first: dict[str, Any]) -> None:
     verdict.speedup, verdict.speedup_interval = first["speedup"], first["speedup_interval"]
     verdict.candidate_ms, verdict.reference_ms = first["candidate_ms"], first["reference_ms"]
     verdict.details["measured_speedup"] = first["measured_speedup"]
-    verdict.message = (f"correct, {describe_speedup(verdict)} ({verdict.candidate_ms:.3f} ms vs "
-                       f"{verdict.reference_ms:.3f} ms; the lower of two measurements)")  # fmt: skip
+    verdict.message = correct_message(verdict, "; the lower of two measurements")
 
 
 def describe_speedup(verdict: Verdict) -> str:

@@ -252,10 +252,9 @@ def matching_braces(text: str) -> dict[int, int]:
     return pairs
 
 
-def own_struct_names(text: str) -> set[str]:
+def own_struct_names(text: str, renamed: set[str]) -> set[str]:
     """Struct and class names the text defines without a base, with bodies that name nothing PyTorch could hide in,
-    and never renames."""
-    renamed = renamed_names(text)
+    and never renames (`renamed`: the names it does)."""
     flagged = sorted([m.start() for m in CPP_NOT_PLAIN.finditer(text)] +
                      [m.start() for m in CPP_WORD.finditer(text) if m[0] in renamed])  # fmt: skip
     braces = matching_braces(text) if flagged else {}
@@ -286,35 +285,38 @@ def type_before(text: str, start: int) -> str:
             break
     if i > floor and text[i - 1] == ">":
         return ">"  # `Acc<F> acc`: a template's instance, whatever F is
-    end = i
-    while i > floor and word_char(text[i - 1]):
-        i -= 1
-    word = text[i:end]
+    start = word_start(text, i, floor)
+    word = text[start:i]
     if not word or word in NOT_A_TYPE or word[0].isdigit():
         return ""
-    return f"::{word}" if text[max(0, i - 2) : i] == "::" else word
+    return f"::{word}" if text[max(0, start - 2) : start] == "::" else word
+
+
+def word_start(text: str, end: int, floor: int) -> int:
+    """Where the identifier characters ending at `end` begin (not before `floor`)."""
+    while end > floor and word_char(text[end - 1]):
+        end -= 1
+    return end
 
 
 def receiver_of(text: str, dot: int) -> str:
     """The name a method is called on (`acc` in `acc.add(`, `p` in `p->add(`), "" for an expression."""
-    i, floor = dot, max(0, dot - LOOKBACK)
-    while i > floor and text[i - 1].isspace():
-        i -= 1
-    end = i
-    while i > floor and word_char(text[i - 1]):
-        i -= 1
-    return text[i:end]
+    end, floor = dot, max(0, dot - LOOKBACK)
+    while end > floor and text[end - 1].isspace():
+        end -= 1
+    return text[word_start(text, end, floor) : end]
 
 
-def own_struct_receivers(text: str, methods: list[re.Match[str]]) -> set[str]:
-    """The receivers of `methods` declared (at least once) only as the text's own structs."""
-    own = own_struct_names(text)
-    names = {receiver_of(text, m.start()) for m in methods} - {""} if own else set()
+def own_struct_receivers(text: str, receivers: set[str]) -> set[str]:
+    """Those of `receivers` (names methods are called on) declared, at least once, only as the text's own structs."""
+    renamed = renamed_names(text)
+    own = own_struct_names(text, renamed)
+    names = receivers - {""} if own else set()
     types: dict[str, set[str]] = {}
     for word in CPP_WORD.finditer(text) if names else ():
         if word[0] in names and (declared := type_before(text, word.start())):
             types.setdefault(word[0], set()).add(declared)
-    return {name for name, declared in types.items() if declared <= own} - renamed_names(text)
+    return {name for name, declared in types.items() if declared <= own} - renamed
 
 
 def cpp_torch_compute(text: str) -> list[str]:
@@ -330,9 +332,10 @@ def cpp_torch_compute(text: str) -> list[str]:
         parts = chain[start + 1 :]
         if parts[0] == "nn" or any(p.removesuffix("_").removesuffix("_out") in CPP_COMPUTE for p in parts):
             found.append("::".join(chain[start:]))
-    methods = [m for m in CPP_METHOD.finditer(text) if m.group(1).removesuffix("_") in CPP_METHODS]
-    own = own_struct_receivers(text, methods)
-    found += [f".{m.group(1)}()" for m in methods if receiver_of(text, m.start()) not in own]
+    methods = [(m.group(1), receiver_of(text, m.start())) for m in CPP_METHOD.finditer(text)
+               if m.group(1).removesuffix("_") in CPP_METHODS]  # fmt: skip
+    own = own_struct_receivers(text, {receiver for _, receiver in methods})
+    found += [f".{method}()" for method, receiver in methods if receiver not in own]
     found += [m.group(0) for m in CPP_DISPATCH.finditer(text)]
     if PASTE.search(code_only(text)):
         found.append("## (names pasted by the preprocessor, which this scan cannot read)")
