@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from kevin_tui.evaluator.host.sandbox import Limits, Sandbox
-from kevin_tui.evaluator.host.scratch import read_tail
+from kevin_tui.evaluator.host.scratch import read_plain
 from kevin_tui.evaluator.host.workers import WorkerProcess
 from kevin_tui.tui import evaluation_panel
 from tests.conftest import CANDIDATES
@@ -68,7 +68,7 @@ def test_a_fifo_for_a_log_does_not_block_the_host(tmp_path):
     if not got:  # unblock the reader (before the fix it waited for a writer)
         os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
     assert got == [""]
-    assert read_tail(fifo, 4000) == b""
+    assert read_plain(fifo, 4000, tail=True) == b""
 
 
 def test_a_worker_started_in_a_scratch_whose_log_is_a_link_does_not_write_through_it(spawn, tmp_path):

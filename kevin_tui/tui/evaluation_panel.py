@@ -22,7 +22,7 @@ from textual.widgets import Static
 
 from kevin_tui.driver import Phase
 from kevin_tui.evaluator.compiler_output import printable
-from kevin_tui.evaluator.host.scratch import read_tail
+from kevin_tui.evaluator.host.scratch import read_plain
 from kevin_tui.evaluator.verdict import Verdict
 from kevin_tui.tui.render import verdict_renderable
 
@@ -116,6 +116,6 @@ class EvaluationPanel(VerticalScroll):
 def _tail(path: Path, lines: int = LOG_LINES) -> str:
     """The log's last lines. The builder's log holds the compiler's output on the candidate's sources:
     read boundedly, control characters (terminal escapes) dropped, and shown as plain text, never markup."""
-    text = read_tail(path, TAIL_BYTES).decode(errors="replace")  # the worker could make its log a link
+    text = read_plain(path, TAIL_BYTES, tail=True).decode(errors="replace")  # the worker could make its log a link
     kept = [printable(line)[:LINE_CHARS] for line in text.strip().splitlines()[-lines:]]
     return "\n".join(kept)

@@ -194,25 +194,13 @@ def _plain_file(path: Path) -> int | None:
     return None
 
 
-def read_tail(path: Path, limit: int) -> bytes:
-    """The last `limit` bytes of the log `path` in a worker's directory, b"" unless it is a plain file there."""
+def read_plain(path: Path, limit: int, *, tail: bool) -> bytes:
+    """The last (`tail`) or first `limit` bytes of the log `path` in a worker's directory, b"" unless it is a
+    plain file there: a worker's own log is read from its end, a tool's from its start."""
     if (fd := _plain_file(path)) is None:
         return b""
     try:
-        return os.pread(fd, limit, max(0, os.fstat(fd).st_size - limit))
-    except OSError:
-        return b""
-    finally:
-        os.close(fd)
-
-
-def read_head(path: Path, limit: int) -> bytes:
-    """The first `limit` bytes of the log `path` in a worker's directory (a tool's), b"" unless it is a plain
-    file there."""
-    if (fd := _plain_file(path)) is None:
-        return b""
-    try:
-        return os.pread(fd, limit, 0)
+        return os.pread(fd, limit, max(0, os.fstat(fd).st_size - limit) if tail else 0)
     except OSError:
         return b""
     finally:

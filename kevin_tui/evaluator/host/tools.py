@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from kevin_tui.evaluator.host.sandbox import Bind
-from kevin_tui.evaluator.host.scratch import read_head
+from kevin_tui.evaluator.host.scratch import read_plain
 
 
 def find_tool(name: str, places: Iterable[str] = ()) -> str | None:
@@ -29,4 +29,4 @@ def install_binds(tool: str) -> list[Bind]:
 
 def read_log(log: Path, max_bytes: int) -> str:
     """The first `max_bytes` of a tool's log (the candidate's process can make it any size), '' if none."""
-    return read_head(log, max_bytes).decode("utf-8", "replace")  # the candidate could make it a link: not followed
+    return read_plain(log, max_bytes, tail=False).decode("utf-8", "replace")  # a link there is not followed

@@ -29,7 +29,7 @@ from typing import Any
 
 from kevin_tui.evaluator.host.cgroups import ResourceGroup
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, Sandbox, package_root, seccomp_memfd, system_binds
-from kevin_tui.evaluator.host.scratch import disk_usage, open_log, read_tail
+from kevin_tui.evaluator.host.scratch import disk_usage, open_log, read_plain
 from kevin_tui.evaluator.protocol import MAX_EVENT_BYTES, ProtocolViolation, encode, parse_event
 from kevin_tui.processes import cpu_seconds, kill_namespace, kill_process_group, namespace_init, pause_tree, resume
 
@@ -321,7 +321,7 @@ class WorkerProcess:
         return counted if counted is not None else cpu_seconds(self.proc.pid)
 
     def log_tail(self, chars: int = 4000) -> str:
-        return read_tail(self.log_path, chars).decode(errors="replace")  # a link there is not followed
+        return read_plain(self.log_path, chars, tail=True).decode(errors="replace")  # a link there is not followed
 
     def alive(self) -> bool:
         return self.proc.poll() is None
