@@ -9,6 +9,7 @@ build cache; "warm" is the same source again. Figures are ratios against the pla
 in the same run, since absolute times on shared machines are noisy.
 
     python3 bench/eval_bench.py --cache-dir C --baseline /tmp/base --repetitions 3   # against another checkout
+    python3 bench/eval_bench.py --cache-dir C --spare-workers 1 2 --repetitions 3      # one spare against two
 
 "Overhead" is what an evaluation costs beyond building and measuring (its total less the build,
 check, judge and timing phases): starting, loading and reaping workers. "Back to back" evaluates
@@ -16,7 +17,8 @@ the same source again and again with no pause (batch mode, a retry, edit and re-
 first of them follows a cold one whose build the next worker's start could overlap, the later ones
 are the steady state. With --baseline DIR (e.g. `git archive <commit> | tar -x -C DIR`) each side's
 kevin-tui runs in a process of its own with that checkout's code, the sides alternating repetition
-by repetition, sharing the build cache; medians are printed side by side.
+by repetition, sharing the build cache; medians are printed side by side. With two --spare-workers
+counts, this checkout runs with each, alternating the same way.
 """
 
 from __future__ import annotations
@@ -119,7 +121,7 @@ def kevin_runs(args: argparse.Namespace, tag: str, cache: Path) -> dict[str, dic
     """One evaluator's sequence: the reference's start, a first build (the PCH), a cold source, then
     the same source back to back, then once more after a pause (the spare worker ready)."""
     source = unique_source(args.candidate.read_text(), tag)
-    options = EvalOptions(device=args.device, cache_dir=cache)
+    options = EvalOptions(device=args.device, cache_dir=cache, spare_workers=args.spare_workers[0])
     runs: dict[str, dict[str, float]] = {}
     with Evaluator(load_problem(args.problem), options) as evaluator:
         started = time.perf_counter()
@@ -155,9 +157,13 @@ def serve(args: argparse.Namespace) -> None:
     print(json.dumps(runs))
 
 
-def side_runs(code: Path, args: argparse.Namespace, tag: str, cache: Path) -> dict[str, dict[str, float]]:
+def side_runs(
+    code: Path, spares: int | None, args: argparse.Namespace, tag: str, cache: Path
+) -> dict[str, dict[str, float]]:
     command = [sys.executable, __file__, "--serve", tag, "--problem", str(args.problem), "--candidate",
                str(args.candidate), "--device", args.device, "--cache-dir", str(cache)]  # fmt: skip
+    if spares is not None:
+        command += ["--spare-workers", str(spares)]
     out = subprocess.run(command, capture_output=True, text=True, env={**os.environ, CODE_ENV: str(code)})
     if out.returncode != 0:
         raise SystemExit(f"the kevin-tui run of {code} failed:\n{out.stderr[-3000:]}")
@@ -165,19 +171,25 @@ def side_runs(code: Path, args: argparse.Namespace, tag: str, cache: Path) -> di
 
 
 def compare(args: argparse.Namespace) -> None:
-    """Both checkouts, alternating, the same cache; medians per run of the sequence, side by side."""
-    sides = {"base": args.baseline.resolve(), "now": REPO}
+    """Both checkouts (or this one with two spare counts), alternating, the same cache; medians per run of
+    the sequence, side by side."""
+    if args.baseline:
+        spares = args.spare_workers[0]
+        sides = {"base": (args.baseline.resolve(), spares), "now": (REPO, spares)}
+    else:
+        sides = {f"{n} spare{'s' * (n != 1)}": (REPO, n) for n in args.spare_workers}
     found: dict[str, list[dict[str, dict[str, float]]]] = {label: [] for label in sides}
     with tempfile.TemporaryDirectory() as tmp:
         cache = args.cache_dir or Path(tmp)
         for repetition in range(args.repetitions):
             for label in list(sides)[:: 1 if repetition % 2 == 0 else -1]:
-                runs = side_runs(sides[label], args, f"{os.getpid()}-{time.time_ns()}-{label}", cache)
+                tag = f"{os.getpid()}-{time.time_ns()}-{label.replace(' ', '')}"
+                runs = side_runs(*sides[label], args, tag, cache)
                 found[label].append(runs)
-                print(f"repetition {repetition + 1}, {label} ({sides[label]}):", flush=True)
+                print(f"repetition {repetition + 1}, {label} ({sides[label][0]}):", flush=True)
                 print_runs(label, runs)
     print(f"medians of {args.repetitions} repetitions, interleaved (total / overhead, s):")
-    for name in found["now"][0]:
+    for name in next(iter(found.values()))[0]:
         cells = []
         for label in sides:
             key = "overhead" if "overhead" in found[label][0][name] else "total"
@@ -194,13 +206,17 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--cache-dir", type=Path, help="a build cache to use (default: a new, empty one)")
     parser.add_argument("--baseline", type=Path, help="another checkout of kevin-tui to measure in the same run")
-    parser.add_argument("--repetitions", type=int, default=3, help="with --baseline: runs of each side")
+    parser.add_argument("--repetitions", type=int, default=3, help="with two sides: runs of each side")
+    parser.add_argument("--spare-workers", type=int, nargs="+", default=[None], metavar="N",
+                        help="spare workers (default: kevin-tui's); two counts: measure both, interleaved")  # fmt: skip
     parser.add_argument("--serve", metavar="TAG", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve(args)
         return
-    if args.baseline:
+    if len(args.spare_workers) > 2 or (args.baseline and len(args.spare_workers) > 1):
+        parser.error("--spare-workers: one count, or two without --baseline")
+    if args.baseline or len(args.spare_workers) == 2:
         compare(args)
         return
     tag = f"{os.getpid()}-{time.time_ns()}"

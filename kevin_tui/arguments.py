@@ -46,6 +46,13 @@ def positive_int(text: str) -> int:
     return value
 
 
+def count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
 def memory_size(text: str) -> int:
     """'16G', '512M', '2048' (bytes)."""
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -123,6 +130,14 @@ def add_eval_options(parser: argparse.ArgumentParser, device_aliases: tuple[str,
         default=None,
         metavar="SIZE",
         help="memory each worker may allocate, e.g. 16G (default: half of this machine's memory)",
+    )
+    parser.add_argument(
+        "--spare-workers",
+        type=count,
+        default=None,
+        metavar="N",
+        help="candidate workers started ahead, torch imported, so the next evaluation need not wait for one "
+        "(default: 2 on 4 cores or more, else 1; 0: none)",
     )
     parser.add_argument(
         "--shapes",
@@ -538,6 +553,7 @@ def eval_options(args: argparse.Namespace, settings: Settings) -> EvalOptions:
         sanitize=args.sanitize,
         sandbox=args.sandbox,
         memory_limit=args.memory_limit,
+        spare_workers=args.spare_workers,
         peaks=settings.peaks or None,
         cache_dir=args.cache_dir or default_cache_dir(),
     )

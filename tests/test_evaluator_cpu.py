@@ -257,7 +257,7 @@ def test_the_next_spare_starts_while_this_candidate_is_judged_and_serves_only_th
 
     def on_progress(phase: str, detail: str) -> None:
         if phase == "check":
-            seen.setdefault(relu._candidate_log, relu._spare[0].log_path if relu._spare else None)
+            seen.setdefault(relu._candidate_log, relu._spares[0][0].log_path if relu._spares else None)
 
     monkeypatch.setattr(relu, "run_context", replace(relu.run_context, on_progress=on_progress))
     for _ in range(2):
@@ -266,6 +266,25 @@ def test_the_next_spare_starts_while_this_candidate_is_judged_and_serves_only_th
     assert first_spare is not None and second_spare is not None, "no spare was started during the evaluation"
     assert second == first_spare  # the spare went to the next candidate
     assert len({first, second, second_spare}) == 3  # and no worker served two candidates
+
+
+def test_with_two_spares_a_burst_of_evaluations_each_takes_a_worker_already_started(relu_problem, build_cache):
+    """`spare_workers=2`: the second evaluation of a burst finds a started worker too (with one spare it
+    waits for the spare begun at the previous take), and every candidate still has a worker of its own."""
+    options = EvalOptions(device="cpu", timing=False, timeout_s=20, cache_dir=build_cache, spare_workers=2)
+    with Evaluator(relu_problem, options) as evaluator:
+        assert check(evaluator, "relu_torch.py").status is Status.CORRECT
+        spares = [worker for worker, _ in evaluator._spares]
+        assert len(spares) == 2
+        for worker in spares:
+            worker.wait_started(120)
+        logs = []
+        for expected in spares:  # back to back, no pause: the oldest spare goes first
+            assert evaluator._spares[0][0] is expected and expected.started.is_set()
+            assert check(evaluator, "relu_torch.py").status is Status.CORRECT
+            logs.append(evaluator._candidate_log)
+            assert len(evaluator._spares) == 2  # topped up at each take
+        assert logs == [worker.log_path for worker in spares] and len(set(logs)) == 2
 
 
 def test_spares_still_starting_are_stopped_while_a_kernel_is_timed(relu):

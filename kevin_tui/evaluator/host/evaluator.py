@@ -27,7 +27,7 @@ from kevin_tui.evaluator.host.candidate_run import Decided, HostRun, RunContext
 from kevin_tui.evaluator.host.decisions import Finding, decide, overrule
 from kevin_tui.evaluator.host.later import CandidateEvidence
 from kevin_tui.evaluator.host.ncu import find_ncu, ncu_pass
-from kevin_tui.evaluator.host.options import EvalOptions
+from kevin_tui.evaluator.host.options import EvalOptions, spare_count
 from kevin_tui.evaluator.host.reference import ReferenceLost, ReferenceWorker
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, SandboxUnavailable, choose, worker_env
 from kevin_tui.evaluator.host.sanitizer import apply as apply_sanitizer
@@ -89,7 +89,8 @@ class Evaluator:
         on_progress: ProgressFn | None = None,
         prespawn: bool = True,
     ) -> None:
-        """`prespawn` keeps a spare candidate worker with torch imported, for callers that judge many."""
+        """`prespawn` keeps spare candidate workers with torch imported (`options.spare_workers` of them), for
+        callers that judge many."""
         self.problem = problem
         self.prespawn = prespawn
         self.options = options or EvalOptions()
@@ -110,7 +111,7 @@ class Evaluator:
         self.run_context = RunContext(self.options, self.reference, self.broker, WorkerFiles(inbox),
                                       problem.path.name, self.on_progress)  # fmt: skip
         self.closed = False
-        self._spare: tuple[WorkerProcess, Path] | None = None
+        self._spares: list[tuple[WorkerProcess, Path]] = []
         self.counter = itertools.count(1)
         self._candidate_log: Path | None = None
 
@@ -130,7 +131,7 @@ class Evaluator:
         """Stop every worker at once, in-flight builds and runs included (a thread still waiting on one
         gets WorkerGone and returns), the reference too: it holds nothing that needs saving."""
         self.closed = True
-        self._spare = None
+        self._spares = []
         self.reference.process = None
         kill_workers_under(self.scratch)
         shutil.rmtree(self.scratch, ignore_errors=True)
@@ -250,24 +251,27 @@ class Evaluator:
         return HostRun(self.run_context, worker, scratch, source, evaluation=next(self.counter))
 
     def _take_candidate_worker(self) -> tuple[WorkerProcess, Path]:
-        """The spare worker (torch already imported) if it is alive, else a new one; and the next spare starts
-        now, so that its start overlaps this one's (when this one is not ready yet: the other core), its build
-        and its checks (timings pause it). A worker serves one candidate: a spare never ran a command before."""
-        spare, self._spare = self._spare, None
-        if spare is not None and spare[0].alive():
-            spare[0].claim()
-            taken = spare
-        else:
-            if spare is not None:
+        """The oldest live spare worker (torch already imported), else a new one; and the spares are topped up
+        now, so that their start overlaps this one's (when this one is not ready yet: the other core), its
+        build and its checks (timings pause them). A worker serves one candidate: a spare never ran a command
+        before. With two spares, the second evaluation of a burst finds one ready too."""
+        taken: tuple[WorkerProcess, Path] | None = None
+        while self._spares and taken is None:
+            spare = self._spares.pop(0)
+            if spare[0].alive():
+                spare[0].claim()
+                taken = spare
+            else:
                 spare[0].kill()
-            taken = self.spawn_candidate_worker()
-        self._start_spare()
+        taken = taken or self.spawn_candidate_worker()
+        self._start_spares()
         return taken
 
-    def _start_spare(self) -> None:
-        if self.prespawn and not self.closed and self._spare is None:
-            self._spare = self.spawn_candidate_worker()
-            self._spare[0].hold_as_spare()
+    def _start_spares(self) -> None:
+        wanted = spare_count(self.options.spare_workers) if self.prespawn else 0
+        while not self.closed and len(self._spares) < wanted:
+            self._spares.append(self.spawn_candidate_worker())
+            self._spares[-1][0].hold_as_spare()
 
     def _run_candidate(self, source: str) -> tuple[Verdict, CandidateEvidence | None]:
         worker, scratch = self._take_candidate_worker()
@@ -290,15 +294,15 @@ class Evaluator:
         return verdict, CandidateEvidence(self, run, parts, done)
 
     def _candidate_done(self, run: HostRun, once: threading.Event, spare: bool = True) -> None:
-        """The candidate's worker is finished with (after its verdict, or its evidence): killed, and a spare
-        started if there is none (the one started at the take died, or was never started)."""
+        """The candidate's worker is finished with (after its verdict, or its evidence): killed, and the spares
+        topped up (one started at the take died, or none was started)."""
         run.worker.kill()
         if once.is_set():
             return
         once.set()
         run.worker.empty_scratch(keep=("in-0.kt",))  # the first trial's inputs: what the profiling tools run on
         if spare:
-            self._start_spare()
+            self._start_spares()
 
     def _nsight_wanted(self) -> bool:
         return self.options.profile and self.options.ncu != "off" and self.device.startswith("cuda")

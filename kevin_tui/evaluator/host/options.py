@@ -14,6 +14,15 @@ def default_cache_dir() -> Path:
     return Path(base) / "kevin-tui"
 
 
+def spare_count(wanted: int | None) -> int:
+    """Spare candidate workers to keep: `wanted`, else two where there are four cores or more (the second
+    evaluation of a burst finds one ready; each holds a few hundred MB), one on a smaller machine, where a
+    second start would take a core from the builds."""
+    if wanted is not None:
+        return wanted
+    return 2 if (os.cpu_count() or 1) >= 4 else 1
+
+
 @dataclass(frozen=True)  # built once, at the command line's edge (kevin_tui.arguments)
 class EvalOptions:
     device: str = "auto"
@@ -39,5 +48,6 @@ class EvalOptions:
     sanitize: str = "off"
     sandbox: str = "auto"
     memory_limit: int | None = None  # bytes per worker; None: half the machine's memory
+    spare_workers: int | None = None  # candidate workers started ahead; None: spare_count's default
     peaks: dict[str, dict] | None = None  # device name -> {bandwidth_gbs, fp32_tflops, tensor_tflops}
     cache_dir: Path = field(default_factory=default_cache_dir)
