@@ -1,0 +1,111 @@
+"""Red team 18: the build path, its flags and what reaches the compiler, and `apply --check` (tests/candidates/redteam18/)."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import pytest
+from torch.utils import cpp_extension
+
+from kevin_tui.evaluator.host.builds import FlagRefused, normalise, scanned_text
+from kevin_tui.evaluator.host.static_checks import cpp_torch_compute
+from kevin_tui.evaluator.worker.build_client import BuildClient
+from tests.conftest import CANDIDATES, candidate
+
+HERE = CANDIDATES / "redteam18"
+
+
+class _Recorder:
+    """The candidate worker's channel, stood in for: keeps the build request and answers that nothing was built."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+
+    def emit(self, event: str, **fields: Any) -> None:
+        self.requests.append({"event": event, **fields})
+
+    def expect(self, *names: str) -> dict[str, Any]:
+        return {"ok": False, "message": "not built in this test"}
+
+
+def request_of(name: str, monkeypatch) -> dict[str, Any]:
+    """The build request the candidate's import sends the host, exactly as the worker's build client makes it."""
+    monkeypatch.setattr(cpp_extension, "load_inline", cpp_extension.load_inline)  # restored after the test
+    monkeypatch.setattr(cpp_extension, "load", cpp_extension.load)
+    channel = _Recorder()
+    BuildClient(channel).install()  # type: ignore[arg-type]
+    spec = importlib.util.spec_from_file_location(f"redteam18_{name}", HERE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    with pytest.raises(RuntimeError, match="not built in this test"):
+        spec.loader.exec_module(module)
+    (request,) = channel.requests
+    return request
+
+
+def test_a_docstring_that_ends_its_string_in_main_cpp_is_refused(monkeypatch):
+    """functions_docstring_injects_code.py: torch writes `m.def("fwd", ..., "<docstring>");` unescaped, so the
+    docstring's `"); }` let C++ the scan never read (torch.relu through Python's C API) into main.cpp: `correct`
+    under --strict."""
+    request = request_of("functions_docstring_injects_code", monkeypatch)
+    assert cpp_torch_compute(scanned_text(request)) == []  # the hidden code is in no source the scan reads
+    with pytest.raises(FlagRefused, match="docstring of 'fwd'"):
+        normalise(request)
+
+
+@pytest.mark.parametrize("name", ["fwd), 0); } at::Tensor g(at::Tensor x) { return x; } //", "ns::fwd", "", "a b"])
+def test_a_function_name_that_is_not_an_identifier_is_refused(name):
+    request = _honest_request(functions=[name])
+    with pytest.raises(FlagRefused, match="function name"):
+        normalise(request)
+
+
+def test_honest_function_names_and_docstrings_still_build():
+    honest = {"relu_forward": "ReLU: max(x, 0) elementwise, for float32 tensors (any shape); see 'README' & notes.",
+              "relu_backward": "", "_helper2": "ünïcode is fine: ∂y/∂x = 1 where x > 0"}  # fmt: skip
+    for functions in (honest, list(honest), None):
+        assert normalise(_honest_request(functions=functions))["functions"] == functions
+
+
+def test_macros_in_the_flags_are_read_with_the_sources(monkeypatch):
+    """macro_flags_name_the_calls.py: every name the C++ scan looks for given as `-DNAME=<name>` in extra_cflags and
+    used through the macro: `correct` under --strict, since the scan read the sources alone."""
+    request = request_of("macro_flags_name_the_calls", monkeypatch)
+    sources = "\n".join(request["cpp_sources"])
+    assert cpp_torch_compute(sources) == []  # what the scan read before
+    found = cpp_torch_compute(scanned_text(request))
+    for name in ("ExcludeDispatchKeyGuard", "DispatchKey::Python", "PyObject_CallFunctionObjArgs", "PyObject_GetAttr"):
+        assert any(name in f for f in found), (name, found)
+    normalise(request)  # the flags themselves are allowed: -D is honest
+
+
+def test_macros_given_to_nvcc_or_the_preprocessor_are_read_too():
+    for flags in (["-Xcompiler", "-DCALL=PyObject_CallFunctionObjArgs"], ["--define-macro", "G=c10::impl::ExcludeDispatchKeyGuard"],
+                  ["-Xcompiler=-DCALL=PyObject_CallFunctionObjArgs"], ["-Wp,-DCALL=PyObject_CallFunctionObjArgs"]):  # fmt: skip
+        assert cpp_torch_compute(scanned_text(_honest_request(extra_cuda_cflags=flags))), flags
+
+
+def test_honest_flags_are_no_finding():
+    request = _honest_request(
+        extra_cflags=["-O3", "-fopenmp", "-march=native", "-DUSE_FAST_PATH=1", "-DTILE=64", "-std=c++17", "-Wall"],
+        extra_cuda_cflags=["-O3", "--use_fast_math", "-gencode", "arch=compute_90,code=sm_90", "-Xcompiler", "-fPIC",
+                           "-DBLOCK=256", "--expt-relaxed-constexpr", "-lineinfo"],
+    )  # fmt: skip
+    assert cpp_torch_compute(scanned_text(normalise(request))) == []
+
+
+def test_the_docstring_candidate_is_the_candidates_compile_error_without_a_build(strict):
+    verdict = strict.evaluate(candidate("redteam18/functions_docstring_injects_code.py"))
+    assert verdict.status == "compile_error", verdict.message
+    assert "docstring" in verdict.message
+    assert [b["cached"] for b in verdict.details["builds"]] == [False] and not verdict.details["builds"][0]["ok"]
+
+
+def _honest_request(**changes: Any) -> dict[str, Any]:
+    request = {
+        "event": "build_request", "kind": "inline", "name": "honest_relu", "sources": [], "functions": ["relu_forward"],
+        "cpp_sources": ["torch::Tensor relu_forward(torch::Tensor x);"], "cuda_sources": [], "extra_cflags": [],
+        "extra_cuda_cflags": [], "extra_ldflags": [], "extra_include_paths": [], "with_cuda": None,
+        "no_implicit_headers": False,
+    }  # fmt: skip
+    return {**request, **changes}
