@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 from typing import Any
 
 import pytest
+import torch
 from torch.utils import cpp_extension
 
 from kevin_tui.evaluator.host.builds import FlagRefused, normalise, scanned_text
@@ -109,3 +111,47 @@ def _honest_request(**changes: Any) -> dict[str, Any]:
         "no_implicit_headers": False,
     }  # fmt: skip
     return {**request, **changes}
+
+
+def _float_total_model(dtype: torch.dtype = torch.float32):
+    from kevin_tui.usermodel.check import import_helper
+
+    module = import_helper(HERE / "honest_float_total_apply.py")
+    torch.manual_seed(0)
+    return module.Net().to(dtype), [torch.randint(0, 4096, (512,))]
+
+
+def test_an_honest_float_output_summed_in_another_order_passes_apply_check():
+    """honest_float_total_apply.py: `.item()` of a float32 sum against the kernel's float64-accumulated total
+    (-474.63214 against -474.63206): "outputs differ" before, a Python float was compared with `==`."""
+    from kevin_tui.usermodel.check import check
+
+    model, args = _float_total_model()
+    result = check(model, args, HERE / "honest_float_total_apply.py", "cpu", {"rounds": 2})
+    assert result["passed"], result["message"]
+    assert 0 < result["max_abs_diff"] < 1e-3 and result["modes"] == ["train", "eval"]
+
+
+def test_a_float_output_is_judged_in_the_dtype_the_model_computed_it_in():
+    from kevin_tui.usermodel.check import compare, model_output
+
+    model, args = _float_total_model()
+    total = model_output(model, args)
+    assert compare(total, total * (1 + 2e-5), None, None)[0] is None  # float32's tolerance
+    assert compare(total, total * (1 + 1e-3), None, None)[0] is not None  # a wrong total still fails
+    model64, args = _float_total_model(torch.float64)
+    total64 = model_output(model64, args)
+    assert compare(total64, total64 * (1 + 2e-5), None, None)[0] is not None  # float64's: 1e-7
+    assert compare(float(total64), float(total64) * (1 + 2e-5), None, None)[0] is None  # untyped: the default's
+
+
+@pytest.mark.parametrize(
+    ("expected", "got", "same"),
+    [(math.nan, math.nan, True), (math.inf, math.inf, True), (math.inf, 1e300, False), (math.nan, 1.0, False),
+     (1.0, math.nan, False), (math.inf, -math.inf, False)],
+)  # fmt: skip
+def test_a_float_that_is_nan_or_infinite_is_matched_only_by_the_same(expected, got, same):
+    from kevin_tui.usermodel.check import compare
+
+    why, difference = compare(expected, got, None, None)
+    assert (why is None) == same and difference == (0.0 if same else math.inf)

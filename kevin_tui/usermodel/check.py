@@ -17,6 +17,7 @@ the time of a training step (forward and backward) before and after.
 from __future__ import annotations
 
 import copy
+import math
 import random
 import secrets
 import statistics
@@ -30,7 +31,7 @@ import torch
 from torch import nn
 
 from kevin_tui.evaluator.worker.common import import_file
-from kevin_tui.evaluator.worker.judge import tolerance_for
+from kevin_tui.evaluator.worker.judge import compare_number, tolerance_for, typed_numbers, widest_float
 from kevin_tui.usermodel.loader import UserModelError, run_forward, where
 from kevin_tui.usermodel.profiling import synchronize
 from kevin_tui.usermodel.training_check import (
@@ -123,7 +124,20 @@ def compare(
                 return why, difference
             worst = max(worst, difference)
         return None, worst
+    if isinstance(expected, float) and isinstance(got, float):  # as eval judges one: its dtype's tolerance
+        problem, gap = compare_number(expected, got, atol, rtol, f"{at} is "), abs(got - expected)
+        if not math.isfinite(gap):  # NaN or an infinity: matched only by the same, else no distance says how far
+            gap = UNCOMPARABLE if problem else 0.0
+        return (problem["reason"] if problem else None), gap
     return (None, 0.0) if expected == got else (f"{at} is {got!r} where the model gave {expected!r}", UNCOMPARABLE)
+
+
+def model_output(model: nn.Module, args: list[Any]) -> Any:
+    """The model's output, each Python float in it known as the dtype the model computed it in (the widest float
+    dtype of its inputs, parameters and buffers, as eval's judge takes it): compared in that dtype's tolerance, as
+    an honest kernel's `.item()` summed in another order is a few units in the last place off."""
+    dtype = widest_float([*args, *model.parameters(), *model.buffers()])
+    return typed_numbers(run_forward(model, args), dtype)
 
 
 def compare_norm(expected: Any, got: Any, rtol: float | None, atol: float | None, at: str) -> tuple[str | None, float]:
@@ -215,7 +229,7 @@ def check(
     helper = import_helper(helper_path)
     helper.MODES = MODES  # the kernel in every mode while it is checked: what it is used in is decided here
     after, swapped, left = install(helper, model)
-    expected = run_forward(model, args)
+    expected = model_output(model, args)
     try:
         got = run_forward(after, args)
     except UserModelError as exc:
@@ -255,7 +269,7 @@ def proven_modes(
     before, with_kernel = copy.deepcopy(model).train(not model.training), copy.deepcopy(after).train(not model.training)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(OTHER_MODE_SEED)
-        expected = run_forward(before, args)
+        expected = model_output(before, args)
         torch.manual_seed(OTHER_MODE_SEED)
         try:
             got = run_forward(with_kernel, args)
