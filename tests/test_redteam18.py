@@ -155,3 +155,22 @@ def test_a_float_that_is_nan_or_infinite_is_matched_only_by_the_same(expected, g
 
     why, difference = compare(expected, got, None, None)
     assert (why is None) == same and difference == (0.0 if same else math.inf)
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--options-file", "cuda.cu"], ["-optf=cuda.cu"], ["-Xptxas=-optf,opts.txt"], ["-Xptxas", "--options-file=o"],
+     ["-arbin", "/bin/sh"], ["--run"], ["-time", "t.csv"], ["--fdevice-time-trace=t.json"], ["-Xfatbin", "--create=main.o"],
+     ["-Xfatbin=-create,main.o"], ["--output=main.o"], ["-fdiagnostics-add-output=sarif:file=x"]],
+)  # fmt: skip
+def test_options_read_from_a_file_or_that_run_or_write_are_refused(flags):
+    """nvcc_options_file_runs_a_program.py: `--options-file cuda.cu` read `-Xcompiler=-wrapper,/usr/bin/echo` from
+    the candidate's own CUDA source, and the builder ran echo (its output, cc1plus's command line, in the log)."""
+    with pytest.raises(FlagRefused, match="not allowed"):
+        normalise(_honest_request(extra_cuda_cflags=flags))
+
+
+def test_the_options_file_candidate_is_refused_before_anything_is_built(strict):
+    verdict = strict.evaluate(candidate("redteam18/nvcc_options_file_runs_a_program.py"))
+    assert verdict.status == "compile_error", verdict.message
+    assert "--options-file" in verdict.message and "cc1plus" not in str(verdict.details)

@@ -60,6 +60,13 @@ DENIED_FLAGS = (
     "--plugin", "-MF", "--keep-dir", "-keep-dir", "-odir", "--output-directory", "--dependency-output",
     "-fuse-ld=/", "--linker-options", "-Xlinker", "-aux-info", "-dumpdir", "-dumpbase", "-fdump-", "-fopt-info",
     "-fcallgraph-info", "-fprofile-", "-Xnvlink", "-Xarchive",
+    # nvcc's and ptxas's own response files (gcc's is `@`): options read from a file pass every check here, and
+    # `--options-file cuda.cu` read the candidate's CUDA source (`-Xcompiler=-wrapper,PROG`: the builder ran PROG)
+    "-optf", "--options-file",
+    # nvcc running a program (the archiver, the built executable) or writing a file it is told (timings, traces,
+    # the fat binary: `-Xfatbin --create=main.o`), and gcc's long spellings of `-o`
+    "-arbin", "--archiver-binary", "-run", "--run", "-time", "--time", "-fdevice-time-trace", "--fdevice-time-trace",
+    "-create", "--create", "--embedded-fatbin", "--output", "-fdiagnostics-add-output", "-fdiagnostics-set-output",
 )  # fmt: skip
 # Linker options are allowed by name: every other one (`-Wl,-Map=`, `--dependency-file`, ...) could write a file.
 LINK_FLAGS = re.compile(
