@@ -127,9 +127,11 @@ def test_an_honest_float_output_summed_in_another_order_passes_apply_check():
     from kevin_tui.usermodel.check import check
 
     model, args = _float_total_model()
-    result = check(model, args, HERE / "honest_float_total_apply.py", "cpu", {"rounds": 2})
+    fresh = [("new values", [torch.randint(0, 4096, (512,))]), ("batch size 1024", [torch.randint(0, 4096, (1024,))])]
+    result = check(model, args, HERE / "honest_float_total_apply.py", "cpu", {"rounds": 2}, fresh)
     assert result["passed"], result["message"]
     assert 0 < result["max_abs_diff"] < 1e-3 and result["modes"] == ["train", "eval"]
+    assert "fresh_skipped" not in result
 
 
 def test_a_float_output_is_judged_in_the_dtype_the_model_computed_it_in():
@@ -174,3 +176,41 @@ def test_the_options_file_candidate_is_refused_before_anything_is_built(strict):
     verdict = strict.evaluate(candidate("redteam18/nvcc_options_file_runs_a_program.py"))
     assert verdict.status == "compile_error", verdict.message
     assert "--options-file" in verdict.message and "cc1plus" not in str(verdict.details)
+
+
+def _batch_specialised():
+    from kevin_tui.usermodel.check import import_helper
+
+    module = import_helper(HERE / "batch_specialised_apply.py")
+    torch.manual_seed(0)
+    fresh = [("new values", [torch.randint(0, 1000, (512,))]), ("batch size 1024", [torch.randint(0, 1000, (1024,))])]
+    return module, module.Net(), [torch.randint(0, 1000, (512,))], fresh
+
+
+def test_a_kernel_right_only_at_the_checks_batch_size_fails_apply_check():
+    """batch_specialised_apply.py: zeros past the check's 512 rows, in a model no gradient flows through, passed
+    (`outputs match`): the forward was compared on the check's inputs only."""
+    from kevin_tui.usermodel.check import check
+
+    _, model, args, fresh = _batch_specialised()
+    result = check(model, args, HERE / "batch_specialised_apply.py", "cpu", {"rounds": 2}, fresh)
+    assert not result["passed"] and "(on batch size 1024)" in result["message"], result["message"]
+    assert check(model, args, HERE / "batch_specialised_apply.py", "cpu", {"rounds": 2}, fresh[:1])["passed"]
+
+
+def test_a_kernel_that_refuses_another_batch_size_is_listed_not_failed(monkeypatch):
+    from kevin_tui.usermodel.check import check
+
+    module, model, args, fresh = _batch_specialised()
+
+    def loud(self, ids):  # a kernel with a TORCH_CHECK on its one shape: loud at any other, never silently wrong
+        if ids.shape[0] != module.BATCH:
+            raise RuntimeError(f"this kernel takes {module.BATCH} rows")
+        return torch.tanh(self.table[ids])
+
+    monkeypatch.setattr(module.ModelNew, "forward", loud)
+    monkeypatch.setattr("kevin_tui.usermodel.check.import_helper", lambda path: module)
+    result = check(model, args, HERE / "batch_specialised_apply.py", "cpu", {"rounds": 2}, fresh)
+    assert result["passed"], result["message"]
+    (skipped,) = result["fresh_skipped"]
+    assert skipped.startswith("batch size 1024: the kernel does not take it") and "takes 512 rows" in skipped

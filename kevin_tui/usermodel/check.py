@@ -240,6 +240,8 @@ def check(
     result: dict[str, Any] = {"swapped": swapped, "left": left, "max_abs_diff": difference}
     if why:
         return {**result, "passed": False, "message": f"outputs differ: {why}"}
+    if why := fresh_outputs_differ(model, after, args, fresh, result, rtol, atol):
+        return {**result, "passed": False, "message": f"outputs differ: {why}"}
     result["modes"], other_mode = proven_modes(model, after, args, rtol, atol)
     if other_mode:
         result["other_mode"] = other_mode
@@ -256,6 +258,36 @@ def check(
                      training_step(copy.deepcopy(after), args, weights), device, rounds)  # fmt: skip
         result["training"]["step"] = step
     return {**result, "passed": True, "message": "outputs match"}
+
+
+def fresh_outputs_differ(
+    model: nn.Module, after: nn.Module, args: list[Any], fresh: Sequence[tuple[str, list[Any]]],
+    result: dict[str, Any], rtol: float | None, atol: float | None,
+) -> str | None:  # fmt: skip
+    """Why the model's output with the kernel differs from the model's on a fresh input (its label after), or None.
+    Compared on the check's inputs alone, a kernel right only at the check's batch size (or on values it was fitted
+    to) passed and then gave wrong outputs in the model; the recompute backward's gradients are right whatever the
+    forward gives, so comparing them elsewhere did not see it. A kernel refusing other shapes (it fails loudly there,
+    never silently) and an input the model itself does not take are listed in `result["fresh_skipped"]`."""
+    for label, inputs in fresh:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(OTHER_MODE_SEED)
+            try:
+                expected = model_output(model, inputs)
+            except UserModelError as exc:
+                result.setdefault("fresh_skipped", []).append(f"{label}: the model does not take it: {exc}")
+                continue
+            torch.manual_seed(OTHER_MODE_SEED)
+            try:
+                got = run_forward(after, inputs)
+            except UserModelError as exc:
+                if _shapes(inputs) == _shapes(args):
+                    return f"on {label} the model with it fails: {exc}"
+                result.setdefault("fresh_skipped", []).append(f"{label}: the kernel does not take it: {exc}")
+                continue
+        if why := compare(expected, got, rtol, atol)[0]:
+            return f"{why} (on {label})"
+    return None
 
 
 def proven_modes(
