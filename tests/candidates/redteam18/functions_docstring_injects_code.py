@@ -8,7 +8,8 @@ that closes its string and the module's block carries any code, and the host's s
     (`cpp_torch_compute` on the request's sources in host/candidate_run.py::build) nor the library's imports
     (the C API's builtins, attribute and call functions it uses are imported by every pybind11 library) nor the op count (its mode is excluded for the call) sees PyTorch compute.
 (2) TRUE verdict: rejected under --strict (the forward is torch.relu: PyTorch compute, no kernel of its own).
-(3) GOT before the fix: see /work/notes/redteam18.md (correct under --strict, torch_calls [], no warning); after:
+(3) GOT 2026-12-03 before the fix: `correct on every trial (timing skipped)` under --strict, `torch_calls: []`, no
+    warning (--sandbox auto: bwrap); after:
     compile_error "the function name or docstring ... would leave its string in main.cpp".
     Command: python3 -m kevin_tui eval kernelbench:level1/19 tests/candidates/redteam18/functions_docstring_injects_code.py
     --device cpu --json --no-git --no-profile --shapes off --strict --no-timing

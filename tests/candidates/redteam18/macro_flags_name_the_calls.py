@@ -9,8 +9,9 @@
     built could, and it read the sources alone. `no_implicit_headers` only spares a precompiled header for these
     flags (the source includes torch/extension.h itself).
 (2) TRUE verdict: rejected under --strict (the forward is torch.relu: PyTorch compute, no kernel of its own).
-(3) GOT before the fix: see /work/notes/redteam18.md; after: rejected under --strict, torch_compute_in_extension
-    naming the macros' names.
+(3) GOT 2026-12-03 before the fix: `correct on every trial (timing skipped)` under --strict, `torch_calls: []`, no
+    warning; after: `rejected under --strict: torch_compute_in_extension (... ExcludeDispatchKeyGuard,
+    DispatchKey::Python, DispatchKey::PythonTLSSnapshot, PyObject_CallFunctionObjArgs, PyObject_GetAttrString)`.
     Command: python3 -m kevin_tui eval kernelbench:level1/19 tests/candidates/redteam18/macro_flags_name_the_calls.py
     --device cpu --json --no-git --no-profile --shapes off --strict --no-timing
 (4) Weakness: the preprocessor reads macros from the command line too; the scan now reads the flags' words beside

@@ -10,7 +10,8 @@ on the command line; nvcc hands `-wrapper /usr/bin/echo` to its host compiler, w
     same declarations) is the candidate's to write.
 (2) TRUE verdict: compile_error "the flag '--options-file' is not allowed", before anything is built.
 (3) GOT before the fix: compile_error from the build itself, its log holding echo's output (the cc1plus command
-    line): the builder ran the program the candidate named (see /work/notes/redteam18.md); after: the flag refused.
+    line, `/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus -E -quiet ...`): the builder ran the program the candidate
+    named (2026-12-03); after: `the flag '--options-file' is not allowed`, nothing built.
     Command: python3 -m kevin_tui eval kernelbench:level1/19 tests/candidates/redteam18/nvcc_options_file_runs_a_program.py
     --device cpu --json --no-git --no-profile --shapes off --no-timing
 (4) Weakness: a deny list of options misses every way a tool reads options from elsewhere. `-optf` and
