@@ -10,8 +10,8 @@
     flags (the source includes torch/extension.h itself).
 (2) TRUE verdict: rejected under --strict (the forward is torch.relu: PyTorch compute, no kernel of its own).
 (3) GOT 2026-12-03 before the fix: `correct on every trial (timing skipped)` under --strict, `torch_calls: []`, no
-    warning; after: `rejected under --strict: torch_compute_in_extension (... ExcludeDispatchKeyGuard,
-    DispatchKey::Python, DispatchKey::PythonTLSSnapshot, PyObject_CallFunctionObjArgs, PyObject_GetAttrString)`.
+    warning; after: `rejected under --strict: torch_compute_in_extension (...)` naming the guard, both Python
+    dispatch keys and the two C API calls (their names are not spelt here: the module's own string scan reads them).
     Command: python3 -m kevin_tui eval kernelbench:level1/19 tests/candidates/redteam18/macro_flags_name_the_calls.py
     --device cpu --json --no-git --no-profile --shapes off --strict --no-timing
 (4) Weakness: the preprocessor reads macros from the command line too; the scan now reads the flags' words beside
