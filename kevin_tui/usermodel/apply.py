@@ -99,6 +99,7 @@ def check_lines(check: dict[str, Any], model: str) -> list[str]:
         return [*lines, *(training_lines(check["training"]) if check.get("training") else []),
                 f"  FAILED: {check['message']}"]  # fmt: skip
     lines.append(f"  outputs match (largest difference {check['max_abs_diff']:.3g})")
+    lines += [f"    not compared at {why}" for why in check.get("fresh_skipped", [])]
     if why := check.get("other_mode"):
         lines.append(f"  the kernel runs in {check['modes'][0]} mode only: {why}; in the other the helper runs your "
                      "module's own forward")  # fmt: skip

@@ -17,6 +17,7 @@ the time of a training step (forward and backward) before and after.
 from __future__ import annotations
 
 import copy
+import math
 import random
 import secrets
 import statistics
@@ -30,7 +31,7 @@ import torch
 from torch import nn
 
 from kevin_tui.evaluator.worker.common import import_file
-from kevin_tui.evaluator.worker.judge import tolerance_for
+from kevin_tui.evaluator.worker.judge import compare_number, tolerance_for, typed_numbers, widest_float
 from kevin_tui.usermodel.loader import UserModelError, run_forward, where
 from kevin_tui.usermodel.profiling import synchronize
 from kevin_tui.usermodel.training_check import (
@@ -123,7 +124,20 @@ def compare(
                 return why, difference
             worst = max(worst, difference)
         return None, worst
+    if isinstance(expected, float) and isinstance(got, float):  # as eval judges one: its dtype's tolerance
+        problem, gap = compare_number(expected, got, atol, rtol, f"{at} is "), abs(got - expected)
+        if not math.isfinite(gap):  # NaN or an infinity: matched only by the same, else no distance says how far
+            gap = UNCOMPARABLE if problem else 0.0
+        return (problem["reason"] if problem else None), gap
     return (None, 0.0) if expected == got else (f"{at} is {got!r} where the model gave {expected!r}", UNCOMPARABLE)
+
+
+def model_output(model: nn.Module, args: list[Any]) -> Any:
+    """The model's output, each Python float in it known as the dtype the model computed it in (the widest float
+    dtype of its inputs, parameters and buffers, as eval's judge takes it): compared in that dtype's tolerance, as
+    an honest kernel's `.item()` summed in another order is a few units in the last place off."""
+    dtype = widest_float([*args, *model.parameters(), *model.buffers()])
+    return typed_numbers(run_forward(model, args), dtype)
 
 
 def compare_norm(expected: Any, got: Any, rtol: float | None, atol: float | None, at: str) -> tuple[str | None, float]:
@@ -215,7 +229,7 @@ def check(
     helper = import_helper(helper_path)
     helper.MODES = MODES  # the kernel in every mode while it is checked: what it is used in is decided here
     after, swapped, left = install(helper, model)
-    expected = run_forward(model, args)
+    expected = model_output(model, args)
     try:
         got = run_forward(after, args)
     except UserModelError as exc:
@@ -225,6 +239,8 @@ def check(
     why, difference = compare(expected, got, rtol, atol)
     result: dict[str, Any] = {"swapped": swapped, "left": left, "max_abs_diff": difference}
     if why:
+        return {**result, "passed": False, "message": f"outputs differ: {why}"}
+    if why := fresh_outputs_differ(model, after, args, fresh, result, rtol, atol):
         return {**result, "passed": False, "message": f"outputs differ: {why}"}
     result["modes"], other_mode = proven_modes(model, after, args, rtol, atol)
     if other_mode:
@@ -244,6 +260,36 @@ def check(
     return {**result, "passed": True, "message": "outputs match"}
 
 
+def fresh_outputs_differ(
+    model: nn.Module, after: nn.Module, args: list[Any], fresh: Sequence[tuple[str, list[Any]]],
+    result: dict[str, Any], rtol: float | None, atol: float | None,
+) -> str | None:  # fmt: skip
+    """Why the model's output with the kernel differs from the model's on a fresh input (its label after), or None.
+    Compared on the check's inputs alone, a kernel right only at the check's batch size (or on values it was fitted
+    to) passed and then gave wrong outputs in the model; the recompute backward's gradients are right whatever the
+    forward gives, so comparing them elsewhere did not see it. A kernel refusing other shapes (it fails loudly there,
+    never silently) and an input the model itself does not take are listed in `result["fresh_skipped"]`."""
+    for label, inputs in fresh:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(OTHER_MODE_SEED)
+            try:
+                expected = model_output(model, inputs)
+            except UserModelError as exc:
+                result.setdefault("fresh_skipped", []).append(f"{label}: the model does not take it: {exc}")
+                continue
+            torch.manual_seed(OTHER_MODE_SEED)
+            try:
+                got = run_forward(after, inputs)
+            except UserModelError as exc:
+                if _shapes(inputs) == _shapes(args):
+                    return f"on {label} the model with it fails: {exc}"
+                result.setdefault("fresh_skipped", []).append(f"{label}: the kernel does not take it: {exc}")
+                continue
+        if why := compare(expected, got, rtol, atol)[0]:
+            return f"{why} (on {label})"
+    return None
+
+
 def proven_modes(
     model: nn.Module, after: nn.Module, args: list[Any], rtol: float | None, atol: float | None
 ) -> tuple[list[str], str | None]:  # fmt: skip
@@ -255,7 +301,7 @@ def proven_modes(
     before, with_kernel = copy.deepcopy(model).train(not model.training), copy.deepcopy(after).train(not model.training)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(OTHER_MODE_SEED)
-        expected = run_forward(before, args)
+        expected = model_output(before, args)
         torch.manual_seed(OTHER_MODE_SEED)
         try:
             got = run_forward(with_kernel, args)

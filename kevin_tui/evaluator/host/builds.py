@@ -60,6 +60,13 @@ DENIED_FLAGS = (
     "--plugin", "-MF", "--keep-dir", "-keep-dir", "-odir", "--output-directory", "--dependency-output",
     "-fuse-ld=/", "--linker-options", "-Xlinker", "-aux-info", "-dumpdir", "-dumpbase", "-fdump-", "-fopt-info",
     "-fcallgraph-info", "-fprofile-", "-Xnvlink", "-Xarchive",
+    # nvcc's and ptxas's own response files (gcc's is `@`): options read from a file pass every check here, and
+    # `--options-file cuda.cu` read the candidate's CUDA source (`-Xcompiler=-wrapper,PROG`: the builder ran PROG)
+    "-optf", "--options-file",
+    # nvcc running a program (the archiver, the built executable) or writing a file it is told (timings, traces,
+    # the fat binary: `-Xfatbin --create=main.o`), and gcc's long spellings of `-o`
+    "-arbin", "--archiver-binary", "-run", "--run", "-time", "--time", "-fdevice-time-trace", "--fdevice-time-trace",
+    "-create", "--create", "--embedded-fatbin", "--output", "-fdiagnostics-add-output", "-fdiagnostics-set-output",
 )  # fmt: skip
 # Linker options are allowed by name: every other one (`-Wl,-Map=`, `--dependency-file`, ...) could write a file.
 LINK_FLAGS = re.compile(
@@ -73,6 +80,11 @@ LINKER_ARGUMENTS = {"-rpath": re.compile(r"/?[\w./+-]+"), "-z": re.compile(r"now
 # What ninja (`$`, newlines) or the shell it runs each command with (`;`, `|`, `` ` ``, quotes...) would read.
 UNSAFE_CHARACTERS = re.compile(r"""[\x00-\x1f\x7f$;&|<>()`'"\\*?\[\]{}#]""")
 SOURCE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,99}\.(?:c|cc|cpp|cxx|cu|h|hpp|cuh)")
+# torch writes each of `functions=` into main.cpp unescaped, `m.def("NAME", wrap(NAME), "DOC");`: a name is code
+# there, and a docstring with a quote (or a backslash, a line break) ends its literal and carries any C++ past the
+# scan of the sources. A name must be an identifier, a docstring text that stays inside its string.
+FUNCTION_NAME = re.compile(r"[A-Za-z_]\w{0,99}")
+LEAVES_THE_LITERAL = re.compile(r'["\\\x00-\x1f\x7f]')
 MAX_NAME = 100
 # What one build may leave in the persistent cache (a library with its object files), and so the largest file
 # its builder may write: a candidate's `.fill` in a data section makes a library of any size, kept for good.
@@ -180,6 +192,32 @@ def check_sources(sources: list[list[str]]) -> None:
         raise FlagRefused("two sources have the same file name")
 
 
+def check_functions(functions: list[str] | dict[str, str] | None) -> None:
+    """`functions=` names and docstrings: plain data in the module definition torch writes into main.cpp."""
+    named = functions if isinstance(functions, dict) else dict.fromkeys(functions or [], "")
+    for name, docstring in named.items():
+        if not FUNCTION_NAME.fullmatch(name):
+            raise FlagRefused(
+                f"the function name {name[:80]!r} is not allowed: it must be a C++ identifier (torch writes it into "
+                "main.cpp as code)"
+            )
+        if LEAVES_THE_LITERAL.search(docstring):
+            raise FlagRefused(
+                f"the docstring of {name!r} is not allowed: a quote, backslash or control character in it would end "
+                "its string in the main.cpp torch writes (it is not escaped there)"
+            )
+
+
+def scanned_text(request: dict[str, Any]) -> str:
+    """Every C++ text of a request the compiler reads, for the scans of what was built: the sources, and the C++
+    and CUDA flags' words, whose macros the preprocessor reads too (`-DCALL=<a name>` spells in the flags a name
+    the sources never do)."""
+    flags = [part for name in ("extra_cflags", "extra_cuda_cflags") for flag in request[name]
+             for part in flag.replace("=", " ").replace(",", " ").split()]  # fmt: skip
+    texts = [*request["cpp_sources"], *request["cuda_sources"], *(text for _, text in request["sources"])]
+    return "\n".join([*texts, *flags])
+
+
 def normalise(request: dict[str, Any]) -> dict[str, Any]:
     """The build a request asks for, checked and normalised; FlagRefused says what is not allowed."""
     spec = {k: v for k, v in request.items() if k != "event"}
@@ -190,6 +228,7 @@ def normalise(request: dict[str, Any]) -> dict[str, Any]:
         _safe_text("include path", path)
     spec["extra_include_paths"] = list(dict.fromkeys(p for p in spec["extra_include_paths"] if p.strip()))
     check_sources(spec["sources"])
+    check_functions(spec["functions"])
     return spec
 
 

@@ -19,7 +19,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kevin_tui.evaluator.compiler_output import demangle
-from kevin_tui.evaluator.host.builds import BuildBroker, BuildRecord, kernels_called_past_the_dispatcher
+from kevin_tui.evaluator.host.builds import (
+    BuildBroker,
+    BuildRecord,
+    kernels_called_past_the_dispatcher,
+    scanned_text,
+)
 from kevin_tui.evaluator.host.compiled import under_compile
 from kevin_tui.evaluator.host.decisions import Finding, decide, finding_of, overrule, settle, without_device
 from kevin_tui.evaluator.host.options import EvalOptions
@@ -444,8 +449,7 @@ class HostRun:
             message = (f"this machine cannot build CUDA ({exc}), and the evaluation is on the CPU: write the kernel "
                        "in C++ for the CPU, or evaluate on a machine with the CUDA toolkit")  # fmt: skip
             raise Decided(decide(Finding.CANNOT_BUILD_HERE, message)) from None
-        built = [*request["cpp_sources"], *request["cuda_sources"], *(text for _, text in request["sources"])]
-        record.torch_calls = cpp_torch_compute("\n".join(built))  # the text built, however it was made
+        record.torch_calls = cpp_torch_compute(scanned_text(request))  # the text built, however it was made
         if record.ok:  # and the kernels the library calls, however the text spelt them
             library = Path(record.directory) / f"{record.name}.so"
             record.torch_calls += [
