@@ -1,0 +1,116 @@
+"""Red team 19: the trust plan's claims audited against the code (tests/candidates/redteam19/; notes in each
+candidate's docstring)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from kevin_tui.evaluator import EvalOptions, Evaluator, Status
+from kevin_tui.evaluator.host import scratch as scratch_module
+from kevin_tui.evaluator.host.scratch import disk_usage, remove_tree, sweep_stale
+from tests.conftest import CANDIDATES
+
+HERE = CANDIDATES / "redteam19"
+
+
+def redteam19(name: str) -> str:
+    return (HERE / f"{name}.py").read_text()
+
+
+def _chain(root: Path, levels: int, name: str = "d") -> int:
+    """`levels` nested directories under `root`, made one level at a time (as a candidate can, past PATH_MAX);
+    returns a descriptor of the deepest (the caller closes it)."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(levels):
+        os.mkdir(name, dir_fd=fd)
+        inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    return fd
+
+
+@pytest.fixture(scope="module")
+def plain(relu_problem, build_cache):
+    """An evaluator on ReLU without timing, shared by this module's scratch attacks."""
+    options = EvalOptions(device="cpu", timing=False, shapes="off", profile=False, cache_dir=build_cache)
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
+        yield evaluator
+
+
+def test_files_past_path_max_are_not_hidden_from_the_scratch_measure(tmp_path):
+    """By path, the walk could not reach below PATH_MAX and counted what lay there as nothing."""
+    fd = _chain(tmp_path, 17, "x" * 250)
+    out = os.open("ballast", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+    os.write(out, b"\x5a" * (4 << 20))
+    os.close(out)
+    os.close(fd)
+    used = disk_usage(tmp_path, 20_000)
+    assert used is None or used >= 4 << 20, used
+    remove_tree(tmp_path)
+    assert not tmp_path.exists()
+
+
+def test_the_scratch_measure_is_linear_in_depth_and_bounded(tmp_path):
+    """Honest: a few levels are measured exactly; past MAX_DEPTH the scratch counts as over the bound."""
+    fd = _chain(tmp_path, 8)
+    out = os.open("data", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+    os.write(out, b"\x01" * (1 << 20))
+    os.close(out)
+    os.close(fd)
+    used = disk_usage(tmp_path, 20_000)
+    assert used is not None and used >= 1 << 20
+    fd = _chain(tmp_path, scratch_module.MAX_DEPTH + 4, "e")
+    os.close(fd)
+    started = time.monotonic()
+    assert disk_usage(tmp_path, 20_000) is None
+    assert time.monotonic() - started < 1.0
+
+
+def test_a_tree_deeper_than_pythons_recursion_limit_is_removed_and_links_are_not_followed(tmp_path):
+    """shutil.rmtree raised RecursionError on it (Python 3.11), which ignore_errors does not cover."""
+    outside = tmp_path / "host"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("host file")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "link").symlink_to(outside)
+    os.close(_chain(tree, 1100))
+    remove_tree(tree)
+    assert not tree.exists()
+    assert (outside / "keep.txt").read_text() == "host file"
+
+
+def test_a_dead_owners_scratch_with_a_deep_tree_does_not_stop_the_next_start(tmp_path):
+    """The sweep at every start removed dead owners' scratch with rmtree: a RecursionError there stopped it."""
+    dead = tmp_path / f"{scratch_module.PREFIX}dead"
+    dead.mkdir()
+    (dead / scratch_module.OWNER_FILE).write_text("999999999 0\n")  # no such process
+    os.close(_chain(dead, 1100))
+    assert sweep_stale(tmp_path) == [dead]
+    assert not dead.exists()
+
+
+def test_a_candidate_hiding_files_past_path_max_is_stopped(plain, monkeypatch):
+    """`deep_path_hides_scratch.py`: 512 MB below 17 levels of 250-character names, `correct` before (the bound
+    lowered to 64 MB here, as tests/test_redteam.py does for the plain fill)."""
+    from kevin_tui.evaluator.host import candidate_run
+
+    monkeypatch.setattr(candidate_run, "SCRATCH_FLOOR", 64 << 20)
+    verdict = plain.evaluate(redteam19("deep_path_hides_scratch"))
+    assert verdict.status is Status.RUNTIME_ERROR and "scratch directory" in verdict.message, verdict.message
+
+
+def test_a_candidate_leaving_a_deep_tree_is_cleaned_up_after_its_run(plain):
+    """`deep_tree_breaks_cleanup.py`: 1,500 nested directories; the teardown's rmtree raised and the tree stayed
+    (and `Evaluator.close` raised, so `eval` printed a traceback, no verdict: the module fixture's close would
+    fail this test's teardown). Nested past MAX_DEPTH, it is now over the scratch bound as well."""
+    verdict = plain.evaluate(redteam19("deep_tree_breaks_cleanup"))
+    assert verdict.status is Status.RUNTIME_ERROR and "nested too deep" in verdict.message, verdict.message
+    deadline = time.monotonic() + 60
+    while list(plain.scratch.glob("candidate-*/d")) and time.monotonic() < deadline:
+        time.sleep(0.2)  # emptied by the host's teardown thread once the sandbox is gone
+    assert not list(plain.scratch.glob("candidate-*/d"))
