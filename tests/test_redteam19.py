@@ -114,3 +114,40 @@ def test_a_candidate_leaving_a_deep_tree_is_cleaned_up_after_its_run(plain):
     while list(plain.scratch.glob("candidate-*/d")) and time.monotonic() < deadline:
         time.sleep(0.2)  # emptied by the host's teardown thread once the sandbox is gone
     assert not list(plain.scratch.glob("candidate-*/d"))
+
+
+@pytest.fixture(scope="module")
+def short_builds(relu_problem, build_cache):
+    """An evaluator whose candidates may spend 6 s building, all builds together."""
+    options = EvalOptions(device="cpu", timing=False, shapes="off", profile=False, cache_dir=build_cache,
+                          build_timeout_s=6.0)  # fmt: skip
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
+        yield evaluator
+
+
+@pytest.mark.parametrize("seconds", [1.0, 2.5], ids=["fits", "four_builds_past_the_limit"])
+def test_a_candidates_builds_share_one_build_limit(short_builds, monkeypatch, seconds):
+    """`many_builds_reset_the_build_limit.py`: each build got `--build-timeout` afresh, so N builds held the
+    evaluation N times that (4 cold builds, 324 s under `--build-timeout 100`: `correct`). Here four cached builds
+    of relu_cpp's extension each take the host `seconds` more (a stand-in for the compiler's time; past its
+    deadline a build times out as the builder's wait does): 4 x 1 s fits the 6 s limit, 4 x 2.5 s does not."""
+    from kevin_tui.evaluator.host.workers import WorkerTimeout
+
+    broker, deadlines = short_builds.broker, []
+    real = broker.build
+
+    def slow(request, versions, source, deadline):
+        deadlines.append(deadline)
+        time.sleep(seconds)
+        if time.monotonic() > deadline:
+            raise WorkerTimeout("the builder did not answer in time")
+        return real(request, versions, source, deadline)
+
+    monkeypatch.setattr(broker, "build", slow)
+    verdict = short_builds.evaluate(redteam19("many_builds_cached"))
+    assert len(set(deadlines)) == 1, deadlines
+    if seconds < 1.5:
+        assert verdict.status is Status.CORRECT, verdict.message
+        assert len(deadlines) == 4
+    else:
+        assert verdict.status is Status.TIMEOUT and "share that limit" in verdict.message, verdict.message
