@@ -95,7 +95,7 @@ def test_a_dead_owners_scratch_with_a_deep_tree_does_not_stop_the_next_start(tmp
 
 
 def test_a_candidate_hiding_files_past_path_max_is_stopped(plain, monkeypatch):
-    """`deep_path_hides_scratch.py`: 192 MB below 17 levels of 250-character names, `correct` before (the bound
+    """`deep_path_hides_scratch.py`: 256 MB below 17 levels of 250-character names, `correct` before (the bound
     lowered to 64 MB here, as tests/test_redteam.py does for the plain fill)."""
     from kevin_tui.evaluator.host import candidate_run
 

@@ -3,10 +3,10 @@ its scratch from outside every 0.2 s by walking it by path (`scratch.disk_usage`
 counts as empty (an error there was taken for "gone meanwhile"). A chain of 17 directories with 250-character
 names puts the files below it past PATH_MAX (4096 bytes): made one level at a time (relative to the directory
 before), they are fine for the candidate, but every path the host builds to them is ENAMETOOLONG. This one
-writes 3 files of 64 MB there (192 MB; the test lowers the bound to 64 MB), waits for the host to measure, then
-computes an honest ReLU. Before the fix: `correct` in both sandbox modes with 8 such files, 512 MB on the host's
-disk unseen; a real attack goes on until the disk is full. After: `runtime_error` ("it wrote more than 20000
-entries or directories nested too deep to measure into its scratch directory")."""
+writes 4 files of 64 MB there (256 MB; the test lowers the floor to 64 MB, a 192 MB bound on ReLU), waits for the
+host to measure, then computes an honest ReLU. Before the fix: `correct` in both sandbox modes with 16 such files,
+1 GB on the host's disk unseen; a real attack goes on until the disk is full. After: walked by descriptor, its
+files are seen: `runtime_error` ("it wrote 256 MB into its scratch directory (at most 192 MB)"), both modes."""
 
 import os
 import time
@@ -17,7 +17,7 @@ import torch.nn as nn
 CHUNK = b"\x5a" * (64 << 20)
 
 
-def fill(files: int = 3) -> None:
+def fill(files: int = 4) -> None:
     start = os.open(os.path.dirname(os.path.abspath(__file__)), os.O_RDONLY | os.O_DIRECTORY)
     fd = start
     for level in range(17):
