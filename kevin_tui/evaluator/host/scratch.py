@@ -78,7 +78,7 @@ def hand_out(library: Path, worker_scratch: Path) -> Path:
 # Anything else it cannot look into is taken for over the bound (a path past PATH_MAX, ENAMETOOLONG, hid 1 GB).
 VANISHED = (FileNotFoundError, NotADirectoryError)
 DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-MAX_DEPTH = 256  # directories nested deeper than this in a scratch are not measured: over the bound
+MAX_DEPTH = 64  # nested deeper than this, a scratch is not measured: over the bound (2 descriptors a level)
 
 
 def disk_usage(root: Path, max_entries: int) -> int | None:
