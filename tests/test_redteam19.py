@@ -212,3 +212,23 @@ def test_nothing_of_the_tripwires_runs_inside_the_candidates_timed_window(tmp_pa
             run.round({"round": 2, "calls": 3, "seed": 2, "control": False})
     finally:
         stop.set()
+
+
+def test_the_hosts_own_shortage_of_descriptors_is_no_candidates_fault(tmp_path):
+    """Honest counterpart of counting what the walk cannot read as over the bound: when the host itself runs out of
+    descriptors the walk raises (the watcher measures again) instead of reading as a scratch over its bound."""
+    import errno
+    import resource
+
+    os.close(_chain(tmp_path, 12))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    in_use = len(os.listdir("/proc/self/fd"))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (in_use + 6, hard))
+    try:
+        with pytest.raises(OSError) as raised:
+            disk_usage(tmp_path, 20_000)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert raised.value.errno == errno.EMFILE
+    assert disk_usage(tmp_path, 20_000) is not None  # and nothing was left open by the failed walk
+    assert len(os.listdir("/proc/self/fd")) <= in_use + 1

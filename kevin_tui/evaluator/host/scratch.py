@@ -10,12 +10,14 @@ and the next evaluator on the machine removes directories whose owner is gone.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
 import stat
 import tempfile
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 
 from kevin_tui.evaluator.host.cgroups import sweep_orphans
@@ -77,6 +79,8 @@ def hand_out(library: Path, worker_scratch: Path) -> Path:
 # What a walk of a worker's scratch may meet that is no fault: something that was there a moment ago and is gone.
 # Anything else it cannot look into is taken for over the bound (a path past PATH_MAX, ENAMETOOLONG, hid 1 GB).
 VANISHED = (FileNotFoundError, NotADirectoryError)
+# The host's own shortage, not the worker's doing: raised, so that the watcher measures again rather than kill for it.
+HOST_SHORT = (errno.EMFILE, errno.ENFILE, errno.ENOMEM)
 DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 MAX_DEPTH = 64  # nested deeper than this, a scratch is not measured: over the bound (2 descriptors a level)
 
@@ -85,24 +89,19 @@ def disk_usage(root: Path, max_entries: int) -> int | None:
     """Bytes on disk under `root` (links not followed, sparse files as what they hold), or None when it holds
     more than `max_entries` entries, directories nested over `MAX_DEPTH` deep or one the walk cannot read: the
     walk stops there, so a directory of a million empty files costs no more to look at than one of `max_entries`,
-    and nothing the worker wrote counts as nothing. Walked by descriptor (each directory opened relative to its
-    parent), so no path grows with the depth: by path, files below PATH_MAX's reach went unseen and each level
-    cost a lookup of every level above it (a 2,000-deep chain took 3.6 s a poll)."""
+    and nothing the worker wrote counts as nothing. The host's own shortage (descriptors, memory) raises OSError.
+    Walked by descriptor (each directory opened relative to its parent), so no path grows with the depth: by path,
+    files below PATH_MAX's reach went unseen and each level cost a lookup of every level above it (a 2,000-deep
+    chain took 3.6 s a poll)."""
+    stack: list[tuple[int, Iterator[os.DirEntry[str]]]] = []
+    total, seen = 0, 0
     try:
-        top = os.open(root, DIRECTORY)
-    except VANISHED:
-        return 0
-    except OSError:
-        return None
-    total, seen, stack = 0, 0, [(top, os.scandir(top))]
-    try:
+        stack.append(_listed(os.open(root, DIRECTORY)))
         while stack:
             fd, entries = stack[-1]
             entry = next(entries, None)
             if entry is None:
-                stack.pop()
-                entries.close()
-                os.close(fd)
+                _close(*stack.pop())
                 continue
             seen += 1
             if seen > max_entries:
@@ -114,17 +113,33 @@ def disk_usage(root: Path, max_entries: int) -> int | None:
                     continue
                 if len(stack) >= MAX_DEPTH:
                     return None
-                child = os.open(entry.name, DIRECTORY, dir_fd=fd)
-                stack.append((child, os.scandir(child)))
+                stack.append(_listed(os.open(entry.name, DIRECTORY, dir_fd=fd)))
             except VANISHED:
                 continue
-            except OSError:
-                return None
+    except VANISHED:
+        return 0
+    except OSError as exc:
+        if exc.errno in HOST_SHORT:
+            raise
+        return None
     finally:
-        for fd, entries in stack:
-            entries.close()
-            os.close(fd)
+        for item in stack:
+            _close(*item)
     return total
+
+
+def _listed(fd: int) -> tuple[int, Iterator[os.DirEntry[str]]]:
+    """The directory `fd` and an iterator over its entries (`fd` closed if that cannot be made)."""
+    try:
+        return fd, os.scandir(fd)
+    except OSError:
+        os.close(fd)
+        raise
+
+
+def _close(fd: int, entries: Iterator[os.DirEntry[str]]) -> None:
+    entries.close()  # type: ignore[attr-defined]
+    os.close(fd)
 
 
 def remove_tree(path: Path) -> None:

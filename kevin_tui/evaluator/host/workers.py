@@ -191,7 +191,11 @@ class WorkerProcess:
 
         def watch() -> None:
             while not self._killed:
-                used = disk_usage(self.scratch, MAX_SCRATCH_ENTRIES)
+                try:
+                    used = disk_usage(self.scratch, MAX_SCRATCH_ENTRIES)
+                except OSError:  # the host's own shortage (descriptors, memory): measured again, nobody's verdict
+                    time.sleep(SCRATCH_POLL_S)
+                    continue
                 if used is not None and used <= limit:
                     time.sleep(SCRATCH_POLL_S)
                     continue
