@@ -95,7 +95,7 @@ def add_eval_options(parser: argparse.ArgumentParser, device_aliases: tuple[str,
         type=positive_float,
         default=defaults.build_timeout_s,
         metavar="SECONDS",
-        help=f"limit for importing and building it (default {defaults.build_timeout_s:.0f})",
+        help=f"limit for importing and building it, all its builds together (default {defaults.build_timeout_s:.0f})",
     )
     parser.add_argument(
         "--trials",

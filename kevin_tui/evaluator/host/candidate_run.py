@@ -133,6 +133,9 @@ class HostRun:
     seed: int = field(default_factory=lambda: secrets.randbits(62))
     quiet: bool = False  # no phases reported: evidence after the verdict, which the verdict panel shows
     cuda_called: bool = False  # forward called nvcc-built code (the candidate's process says so: trial_done)
+    # host clock (monotonic) by which all of the candidate's builds must be done: one `--build-timeout` for them all,
+    # set at its first build (given afresh to each, N distinct extensions held an evaluation for N x 900 s)
+    build_deadline: float | None = None
 
     def __post_init__(self) -> None:
         self.files = WorkerFiles(self.scratch)
@@ -434,13 +437,15 @@ class HostRun:
                 return
 
     def build(self, request: dict[str, Any]) -> None:
-        deadline = time.monotonic() + self.options.build_timeout_s
+        if self.build_deadline is None:
+            self.build_deadline = time.monotonic() + self.options.build_timeout_s
         try:
             with self.host_work("build"):
-                record = self.context.broker.build(request, self.reference.versions(), self.source, deadline)
+                record = self.context.broker.build(request, self.reference.versions(), self.source, self.build_deadline)
         except WorkerTimeout:
             limit = self.options.build_timeout_s
-            message = f"no result within {limit:.0f} s in the build phase; the builder's process group was killed"
+            many = f" (its {len(self.builds) + 1} builds share that limit)" if self.builds else ""
+            message = f"no result within {limit:.0f} s in the build phase{many}; the builder's process group was killed"
             raise Decided(decide(Finding.BUILD_TIMED_OUT, message)) from None
         except EnvironmentProblem as exc:
             if self.reference.device.startswith("cuda"):

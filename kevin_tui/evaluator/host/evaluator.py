@@ -32,7 +32,7 @@ from kevin_tui.evaluator.host.reference import ReferenceLost, ReferenceWorker
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, SandboxUnavailable, choose, worker_env
 from kevin_tui.evaluator.host.sanitizer import apply as apply_sanitizer
 from kevin_tui.evaluator.host.sanitizer import find_sanitizer, sanitize_pass, tools_for
-from kevin_tui.evaluator.host.scratch import WorkerFiles, given_dir, make_scratch
+from kevin_tui.evaluator.host.scratch import WorkerFiles, given_dir, make_scratch, remove_tree
 from kevin_tui.evaluator.host.static_checks import run_static_checks, uses_triton
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerProcess, WorkerTimeout, kill_workers_under
 from kevin_tui.evaluator.protocol import COMPILE_SEED, WITH_DYNAMO, ProtocolViolation, compile_baseline_on
@@ -134,7 +134,7 @@ class Evaluator:
         self._spares = []
         self.reference.process = None
         kill_workers_under(self.scratch)
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        remove_tree(self.scratch)
 
     @property
     def device(self) -> str:

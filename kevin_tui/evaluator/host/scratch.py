@@ -10,12 +10,14 @@ and the next evaluator on the machine removes directories whose owner is gone.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
 import stat
 import tempfile
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 
 from kevin_tui.evaluator.host.cgroups import sweep_orphans
@@ -51,7 +53,7 @@ def sweep_stale(directory: Path) -> list[Path]:
     removed = []
     for scratch in directory.glob(f"{PREFIX}*"):
         if scratch.is_dir() and not owner_alive(scratch):
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_tree(scratch)
             removed.append(scratch)
     return removed
 
@@ -74,23 +76,130 @@ def hand_out(library: Path, worker_scratch: Path) -> Path:
     return target
 
 
+# What a walk of a worker's scratch may meet that is no fault: something that was there a moment ago and is gone.
+# Anything else it cannot look into is taken for over the bound (a path past PATH_MAX, ENAMETOOLONG, hid 1 GB).
+VANISHED = (FileNotFoundError, NotADirectoryError)
+# The host's own shortage, not the worker's doing: raised, so that the watcher measures again rather than kill for it.
+HOST_SHORT = (errno.EMFILE, errno.ENFILE, errno.ENOMEM)
+DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+MAX_DEPTH = 64  # nested deeper than this, a scratch is not measured: over the bound (2 descriptors a level)
+
+
 def disk_usage(root: Path, max_entries: int) -> int | None:
     """Bytes on disk under `root` (links not followed, sparse files as what they hold), or None when it holds
-    more than `max_entries` entries: the walk stops there, so a directory of a million empty files costs no
-    more to look at than one of `max_entries`."""
-    total, seen, pending = 0, 0, [root]
-    while pending:
-        with contextlib.suppress(OSError), os.scandir(pending.pop()) as entries:  # gone meanwhile: nothing there
-            for entry in entries:
-                seen += 1
-                if seen > max_entries:
+    more than `max_entries` entries, directories nested over `MAX_DEPTH` deep or one the walk cannot read: the
+    walk stops there, so a directory of a million empty files costs no more to look at than one of `max_entries`,
+    and nothing the worker wrote counts as nothing. The host's own shortage (descriptors, memory) raises OSError.
+    Walked by descriptor (each directory opened relative to its parent), so no path grows with the depth: by path,
+    files below PATH_MAX's reach went unseen and each level cost a lookup of every level above it (a 2,000-deep
+    chain took 3.6 s a poll)."""
+    stack: list[tuple[int, Iterator[os.DirEntry[str]]]] = []
+    total, seen = 0, 0
+    try:
+        stack.append(_listed(os.open(root, DIRECTORY)))
+        while stack:
+            fd, entries = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                _close(*stack.pop())
+                continue
+            seen += 1
+            if seen > max_entries:
+                return None
+            try:
+                info = entry.stat(follow_symlinks=False)
+                total += info.st_blocks * 512
+                if not stat.S_ISDIR(info.st_mode):
+                    continue
+                if len(stack) >= MAX_DEPTH:
                     return None
-                with contextlib.suppress(OSError):
-                    info = entry.stat(follow_symlinks=False)
-                    total += info.st_blocks * 512
-                    if stat.S_ISDIR(info.st_mode):
-                        pending.append(Path(entry.path))
+                stack.append(_listed(os.open(entry.name, DIRECTORY, dir_fd=fd)))
+            except VANISHED:
+                continue
+    except VANISHED:
+        return 0
+    except OSError as exc:
+        if exc.errno in HOST_SHORT:
+            raise
+        return None
+    finally:
+        for item in stack:
+            _close(*item)
     return total
+
+
+def _listed(fd: int) -> tuple[int, Iterator[os.DirEntry[str]]]:
+    """The directory `fd` and an iterator over its entries (`fd` closed if that cannot be made)."""
+    try:
+        return fd, os.scandir(fd)
+    except OSError:
+        os.close(fd)
+        raise
+
+
+def _close(fd: int, entries: Iterator[os.DirEntry[str]]) -> None:
+    entries.close()  # type: ignore[attr-defined]
+    os.close(fd)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove `path` and everything under it, whatever its depth or its paths' length, never following a link
+    and never raising (what cannot be removed stays). A worker's scratch holds what its candidate made:
+    `shutil.rmtree` recurses once a level (Python 3.11), and 3,000 nested directories made it raise
+    RecursionError, which `ignore_errors` does not cover (`eval` ended in a traceback, the tree stayed). One
+    descriptor is held at a time: the walk goes down by name and back up by `..`, checked to be the directory
+    it came from."""
+    try:
+        fd = os.open(path, DIRECTORY)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return
+    above: list[tuple[str, int, int]] = []  # (name, device, inode) of each directory the walk is inside
+    stuck: set[tuple[int, int]] = set()  # directories that could not be removed: not entered again
+    while True:
+        child = _first_child_directory(fd, stuck)
+        if child is not None:
+            info = os.fstat(fd)
+            above.append((child[0], info.st_dev, info.st_ino))
+            os.close(fd)
+            fd = child[1]
+            continue
+        if not above:
+            os.close(fd)
+            break
+        name, device, inode = above.pop()
+        try:
+            parent = os.open("..", DIRECTORY, dir_fd=fd)
+        except OSError:
+            os.close(fd)
+            return
+        here = os.fstat(fd)
+        os.close(fd)
+        fd = parent
+        if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != (device, inode):  # moved meanwhile: stop where it is
+            os.close(fd)
+            return
+        try:
+            os.rmdir(name, dir_fd=fd)
+        except OSError:
+            stuck.add((here.st_dev, here.st_ino))
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
+
+
+def _first_child_directory(fd: int, stuck: set[tuple[int, int]]) -> tuple[str, int] | None:
+    """Unlink every non-directory in the directory `fd`; the first subdirectory not in `stuck`, opened, or None."""
+    with contextlib.suppress(OSError), os.scandir(fd) as entries:
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                if not entry.is_dir(follow_symlinks=False):
+                    os.unlink(entry.name, dir_fd=fd)
+                    continue
+                info = entry.stat(follow_symlinks=False)
+                if (info.st_dev, info.st_ino) not in stuck:
+                    return entry.name, os.open(entry.name, DIRECTORY, dir_fd=fd)
+    return None
 
 
 PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}")

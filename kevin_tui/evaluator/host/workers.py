@@ -16,7 +16,6 @@ import contextlib
 import json
 import os
 import queue
-import shutil
 import signal
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from typing import Any
 
 from kevin_tui.evaluator.host.cgroups import ResourceGroup
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, Sandbox, package_root, seccomp_memfd, system_binds
-from kevin_tui.evaluator.host.scratch import disk_usage, open_log, read_plain
+from kevin_tui.evaluator.host.scratch import disk_usage, open_log, read_plain, remove_tree
 from kevin_tui.evaluator.protocol import MAX_EVENT_BYTES, ProtocolViolation, encode, parse_event
 from kevin_tui.processes import cpu_seconds, kill_namespace, kill_process_group, namespace_init, pause_tree, resume
 
@@ -192,11 +191,16 @@ class WorkerProcess:
 
         def watch() -> None:
             while not self._killed:
-                used = disk_usage(self.scratch, MAX_SCRATCH_ENTRIES)
+                try:
+                    used = disk_usage(self.scratch, MAX_SCRATCH_ENTRIES)
+                except OSError:  # the host's own shortage (descriptors, memory): measured again, nobody's verdict
+                    time.sleep(SCRATCH_POLL_S)
+                    continue
                 if used is not None and used <= limit:
                     time.sleep(SCRATCH_POLL_S)
                     continue
-                size = f"more than {MAX_SCRATCH_ENTRIES} entries" if used is None else f"{used / 2**20:.0f} MB"
+                size = (f"more than {MAX_SCRATCH_ENTRIES} entries or directories nested too deep to measure"
+                        if used is None else f"{used / 2**20:.0f} MB")  # fmt: skip
                 self.over_scratch = f"it wrote {size} into its scratch directory (at most {limit / 2**20:.0f} MB)"
                 self.kill()
                 self.empty_scratch()
@@ -218,10 +222,7 @@ class WorkerProcess:
                 for entry in list(self.scratch.iterdir()):
                     if entry.name in kept:
                         continue
-                    if entry.is_dir() and not entry.is_symlink():
-                        shutil.rmtree(entry, ignore_errors=True)
-                    else:
-                        entry.unlink(missing_ok=True)
+                    remove_tree(entry)
 
         self._in_background(empty)
 
