@@ -177,7 +177,8 @@ def remove_tree(path: Path) -> None:
         here = os.fstat(fd)
         os.close(fd)
         fd = parent
-        if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != (device, inode):  # moved meanwhile: stop where it is
+        reached = os.fstat(fd)
+        if (reached.st_dev, reached.st_ino) != (device, inode):  # moved meanwhile: stop where it is
             os.close(fd)
             return
         try:
