@@ -236,28 +236,36 @@ def test_fresh_inputs_are_new_values_in_the_checks_dtypes_and_twice_its_batch():
     assert doubled[0].shape == (6, 5) and doubled[1].shape == (6, 2) and doubled[1].dtype == torch.int64
 
 
-def test_a_fresh_batch_size_the_kernel_refuses_is_listed_and_new_values_are_compared():
-    """A kernel that fails loudly at another batch size is not a silent wrong gradient: that case is skipped and
-    said; the new values at the check's shapes are compared whatever."""
-    from kevin_tui.usermodel.check import gradient_cases
+def test_a_fresh_batch_size_the_kernel_refuses_is_listed_once_and_new_values_are_compared():
+    """A kernel that fails loudly at another batch size is not a silent wrong output or gradient: that input is
+    skipped and said once, for the forward and the gradients alike; the new values at the check's shapes are
+    compared by both. The kernel runs once on each fresh input (the gradients' cases are the forward's)."""
+    from kevin_tui.usermodel.check import fresh_outputs, gradient_cases
 
     class FixedBatch(torch.nn.Module):
+        calls = 0
+
         def __init__(self, inner: torch.nn.Module) -> None:
             super().__init__()
             self.inner = inner
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            FixedBatch.calls += 1
             if x.shape[0] != 3:
                 raise ValueError("made for a batch of 3")
             return self.inner(x)
 
     model = torch.nn.Linear(5, 2)
-    figures: dict = {}
+    result: dict = {}
     fresh = [("new values", [torch.randn(3, 5)]), ("batch size 6", [torch.randn(6, 5)])]
-    cases = gradient_cases(model, FixedBatch(model), [torch.randn(3, 5)], fresh, figures)
-    assert [label for label, *_ in cases] == figures["fresh"] == ["new values"]
-    (skipped,) = figures["fresh_skipped"]
+    why, compared = fresh_outputs(model, FixedBatch(model), [torch.randn(3, 5)], fresh, result, None, None)
+    assert why is None and [label for label, _ in compared] == ["new values"] and FixedBatch.calls == 2
+    (skipped,) = result["fresh_skipped"]
     assert skipped.startswith("batch size 6: the kernel does not take it") and "made for a batch of 3" in skipped
+    figures: dict = {}
+    cases = gradient_cases(model, compared, figures)
+    assert [label for label, *_ in cases] == figures["fresh"] == ["new values"] and "fresh_skipped" not in figures
+    assert FixedBatch.calls == 2
 
 
 def test_the_models_gradients_on_a_fresh_input_take_one_forward_call():
@@ -277,7 +285,7 @@ def test_the_models_gradients_on_a_fresh_input_take_one_forward_call():
     model = Counted(5, 2)
     fresh = [("new values", [torch.randn(3, 5)]), ("batch size 6", [torch.randn(6, 5)])]
     figures: dict = {}
-    cases = gradient_cases(model, torch.nn.Linear(5, 2), [torch.randn(3, 5)], fresh, figures)
+    cases = gradient_cases(model, fresh, figures)
     assert Counted.calls == 2 and figures["fresh"] == ["new values", "batch size 6"]
     for (label, inputs, weights, grads), (_, given) in zip(cases, fresh, strict=True):
         assert inputs is given and [w.shape for w in weights] == [(len(given[0]), 2)], label

@@ -240,7 +240,8 @@ def check(
     result: dict[str, Any] = {"swapped": swapped, "left": left, "max_abs_diff": difference}
     if why:
         return {**result, "passed": False, "message": f"outputs differ: {why}"}
-    if why := fresh_outputs_differ(model, after, args, fresh, result, rtol, atol):
+    why, fresh = fresh_outputs(model, after, args, fresh, result, rtol, atol)
+    if why:
         return {**result, "passed": False, "message": f"outputs differ: {why}"}
     result["modes"], other_mode = proven_modes(model, after, args, rtol, atol)
     if other_mode:
@@ -260,15 +261,17 @@ def check(
     return {**result, "passed": True, "message": "outputs match"}
 
 
-def fresh_outputs_differ(
+def fresh_outputs(
     model: nn.Module, after: nn.Module, args: list[Any], fresh: Sequence[tuple[str, list[Any]]],
     result: dict[str, Any], rtol: float | None, atol: float | None,
-) -> str | None:  # fmt: skip
-    """Why the model's output with the kernel differs from the model's on a fresh input (its label after), or None.
-    Compared on the check's inputs alone, a kernel right only at the check's batch size (or on values it was fitted
-    to) passed and then gave wrong outputs in the model; the recompute backward's gradients are right whatever the
-    forward gives, so comparing them elsewhere did not see it. A kernel refusing other shapes (it fails loudly there,
-    never silently) and an input the model itself does not take are listed in `result["fresh_skipped"]`."""
+) -> tuple[str | None, list[tuple[str, list[Any]]]]:  # fmt: skip
+    """Why the model's output with the kernel differs from the model's on a fresh input (its label after; None when
+    they match), and the fresh inputs compared, which the gradients are compared on too. Compared on the check's
+    inputs alone, a kernel right only at the check's batch size (or on values it was fitted to) passed and then gave
+    wrong outputs in the model; the recompute backward's gradients are right whatever the forward gives, so comparing
+    them elsewhere did not see it. A kernel refusing other shapes (it fails loudly there, never silently) and an
+    input the model itself does not take are listed in `result["fresh_skipped"]`, once for both checks."""
+    compared: list[tuple[str, list[Any]]] = []
     for label, inputs in fresh:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(OTHER_MODE_SEED)
@@ -282,12 +285,13 @@ def fresh_outputs_differ(
                 got = run_forward(after, inputs)
             except UserModelError as exc:
                 if _shapes(inputs) == _shapes(args):
-                    return f"on {label} the model with it fails: {exc}"
+                    return f"on {label} the model with it fails: {exc}", compared
                 result.setdefault("fresh_skipped", []).append(f"{label}: the kernel does not take it: {exc}")
                 continue
         if why := compare(expected, got, rtol, atol)[0]:
-            return f"{why} (on {label})"
-    return None
+            return f"{why} (on {label})", compared
+        compared.append((label, inputs))
+    return None, compared
 
 
 def proven_modes(
@@ -319,8 +323,9 @@ def check_training(
 ) -> tuple[nn.Module, dict[str, Any], str | None]:  # fmt: skip
     """The model to install (with the kernel's own backward when its gradients match, else the
     recompute one), the training figures, and why it fails (None: it passes). The gradients are compared
-    on the check's inputs, drawn at a seed the kernel's author can know, and on `fresh` ones with a loss of
-    fresh weights: a backward right only on the check's inputs is not right."""
+    on the check's inputs, drawn at a seed the kernel's author can know, and on the `fresh` ones its forward
+    was compared on (`fresh_outputs`) with a loss of fresh weights: a backward right only on the check's
+    inputs is not right."""
 
     def within(reference: Any, value: Any, at: str) -> tuple[str | None, float]:
         return compare_norm(reference, value, options.get("rtol"), options.get("atol"), at)
@@ -328,7 +333,7 @@ def check_training(
     weights = loss_weights(expected)
     _, expected_grads = gradients(model, args, weights)
     figures: dict[str, Any] = {"backward": "recompute", "compared": len(expected_grads)}
-    cases = [("", args, weights, expected_grads), *gradient_cases(model, after, args, fresh, figures)]
+    cases = [("", args, weights, expected_grads), *gradient_cases(model, fresh, figures)]
 
     def differ(candidate: nn.Module) -> tuple[str | None, float]:
         """Why `candidate`'s gradients are not the model's on some case (its label after the first's), and the
@@ -376,12 +381,11 @@ def check_training(
 
 
 def gradient_cases(
-    model: nn.Module, after: nn.Module, args: list[Any], fresh: Sequence[tuple[str, list[Any]]],
-    figures: dict[str, Any],
-) -> list[tuple[str, list[Any], list[torch.Tensor], dict[str, Any]]]:  # fmt: skip
-    """Each fresh input's label, inputs, loss weights (from a secret seed) and the model's own gradients. One the
-    model cannot run, or at other shapes than the check's one the kernel refuses (it fails loudly there, never
-    silently), is listed in `figures["fresh_skipped"]`; at the check's shapes a kernel that raises fails."""
+    model: nn.Module, fresh: Sequence[tuple[str, list[Any]]], figures: dict[str, Any]
+) -> list[tuple[str, list[Any], list[torch.Tensor], dict[str, Any]]]:
+    """Each fresh input's label, inputs, loss weights (from a secret seed) and the model's own gradients, for the
+    fresh inputs both the model and the kernel took forward (`fresh_outputs`); one whose backward the model
+    itself cannot run is listed in `figures["fresh_skipped"]`."""
     cases = []
     for label, inputs in fresh:
         try:
@@ -391,12 +395,6 @@ def gradient_cases(
         except Exception as exc:  # the model's own failure: that input is not one it takes
             figures.setdefault("fresh_skipped", []).append(f"{label}: the model does not take it: {where(exc)}")
             continue
-        if _shapes(inputs) != _shapes(args):
-            try:
-                run_forward(after, inputs)
-            except UserModelError as exc:
-                figures.setdefault("fresh_skipped", []).append(f"{label}: the kernel does not take it: {exc}")
-                continue
         cases.append((label, inputs, weights, expected_grads))
     figures["fresh"] = [label for label, *_ in cases]
     return cases
