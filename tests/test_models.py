@@ -4,6 +4,7 @@ stand-in `vllm` executable (vLLM itself cannot run here)."""
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import http.server
 import json
 import os
@@ -212,13 +213,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_the_tests() -> None:
+    """In the server's process before it runs: killed when the test process dies, even by SIGKILL or an
+    interrupted run (which left servers of ~1 GB each behind)."""
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def start_server(model: Path, log: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "transformers.cli.transformers", "serve", str(model), "--host", "127.0.0.1",
              "--port", str(port), "--device", "cpu"],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_the_tests,
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
