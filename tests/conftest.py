@@ -218,5 +218,5 @@ def strict(relu_problem, build_cache):
     from kevin_tui.evaluator import EvalOptions, Evaluator
 
     options = EvalOptions(device="cpu", timing=False, shapes="off", strict=True, cache_dir=build_cache)
-    with Evaluator(relu_problem, options) as evaluator:
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:  # no spare left unused at the end
         yield evaluator

@@ -21,7 +21,7 @@ from tests.conftest import PROBLEMS, candidate, gone_within
 def relu(relu_problem, build_cache):
     """One evaluator (one reference worker) for every ReLU candidate in this module."""
     options = EvalOptions(device="cpu", timing=False, timeout_s=20, cache_dir=build_cache)
-    with Evaluator(relu_problem, options) as evaluator:
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:  # spares: their own tests below
         yield evaluator
 
 
@@ -260,6 +260,7 @@ def test_the_next_spare_starts_while_this_candidate_is_judged_and_serves_only_th
             seen.setdefault(relu._candidate_log, relu._spares[0][0].log_path if relu._spares else None)
 
     monkeypatch.setattr(relu, "run_context", replace(relu.run_context, on_progress=on_progress))
+    monkeypatch.setattr(relu, "prespawn", True)  # the module's evaluator keeps none (none wasted at its end)
     for _ in range(2):
         assert check(relu, "relu_torch.py").status is Status.CORRECT
     (first, first_spare), (second, second_spare) = seen.items()

@@ -70,7 +70,7 @@ def strict(relu_problem, build_cache):
     options = EvalOptions(
         device="cpu", strict=True, timing_trials=10, shapes="off", profile=False, cache_dir=build_cache
     )
-    with Evaluator(relu_problem, options) as evaluator:
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
         yield evaluator
 
 

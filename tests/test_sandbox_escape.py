@@ -65,7 +65,7 @@ def planted(request, tmp_path_factory, build_cache):
     options = EvalOptions(device="cpu", timing=False, timeout_s=60, sandbox=sandbox, memory_limit=2 << 30,
                           cache_dir=build_cache)  # fmt: skip
     listener = Listener()
-    with Evaluator(load_problem(project / "relu.py"), options) as evaluator:
+    with Evaluator(load_problem(project / "relu.py"), options, prespawn=False) as evaluator:
         evaluator.limits.processes = 256
         yield evaluator, project, listener
     listener.close()

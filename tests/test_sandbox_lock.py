@@ -60,7 +60,7 @@ def judged(request, tmp_path_factory, build_cache):
     shutil.copy(RELU, project / "relu.py")
     options = EvalOptions(device="cpu", timing=False, timeout_s=120, sandbox=request.param, memory_limit=4 << 30,
                           cache_dir=build_cache)  # fmt: skip
-    with Evaluator(load_problem(project / "relu.py"), options) as evaluator:
+    with Evaluator(load_problem(project / "relu.py"), options, prespawn=False) as evaluator:
         evaluator.limits.processes = 256
         yield evaluator, project
 

@@ -35,7 +35,7 @@ def trust3(name: str) -> str:
 @pytest.fixture(scope="module")
 def checking(relu_problem, build_cache):
     options = EvalOptions(device="cpu", timing=False, shapes="off", cache_dir=build_cache)
-    with Evaluator(relu_problem, options) as evaluator:
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
         yield evaluator
 
 
@@ -50,7 +50,7 @@ def test_an_environment_problem_claimed_after_import_is_the_candidates_runtime_e
 
 def test_build_requests_do_not_restart_the_import_deadline(relu_problem, build_cache):
     options = EvalOptions(device="cpu", timing=False, shapes="off", timeout_s=3, cache_dir=build_cache)
-    with Evaluator(relu_problem, options) as evaluator:
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
         evaluator.evaluate(candidate("relu_cpp.py"))  # relu_ext built: each request below is answered at once
         verdict = evaluator.evaluate(trust3("import_keepalive_builds"))
     assert verdict.status is Status.TIMEOUT and "load phase" in verdict.message, verdict.message
@@ -273,7 +273,7 @@ def test_an_honest_kernel_agrees_with_itself_at_full_precision(checking):
 @pytest.fixture(scope="module")
 def gemm(build_cache):
     options = EvalOptions(device="cpu", timing=False, shapes="off", cache_dir=build_cache)
-    with Evaluator(load_problem(GEMM), options) as evaluator:
+    with Evaluator(load_problem(GEMM), options, prespawn=False) as evaluator:
         yield evaluator
 
 
