@@ -100,7 +100,8 @@ def test_a_new_flag_set_gets_a_header_only_when_it_fits_or_comes_back(tmp_path, 
 
 def test_the_default_cap_holds_two_headers_and_a_killed_builds_partial_is_removed(tmp_path, monkeypatch):
     """A laptop's disk: two ~0.8 GB headers by default (was 3 GB: three, plus builds), and a header a
-    killed build left half-written in staging (kevin-tui was killed mid-build) does not linger."""
+    killed build left half-written in staging (kevin-tui was killed mid-build) does not linger, however deep
+    the tree its sandboxed builder left (2,000 levels made `shutil.rmtree` raise RecursionError)."""
     import os
     import time
 
@@ -112,6 +113,12 @@ def test_the_default_cap_holds_two_headers_and_a_killed_builds_partial_is_remove
     for directory in (abandoned, building):
         directory.mkdir()
         (directory / "torch_extension_pch.h.gch").write_bytes(b"x" * 1000)
+    fd = os.open(abandoned, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(2000):
+        os.mkdir("d", dir_fd=fd)
+        fd, above = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd), fd
+        os.close(above)
+    os.close(fd)
     old = time.time() - STALE_STAGING_S - 60
     os.utime(abandoned, (old, old))
     assert sweep_staging(tmp_path) == [abandoned]

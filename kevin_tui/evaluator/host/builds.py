@@ -24,7 +24,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import subprocess
 import sys
 import time
@@ -45,6 +44,7 @@ from kevin_tui.evaluator.host.cache import (
     usable_pch,
 )
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, Sandbox
+from kevin_tui.evaluator.host.scratch import remove_tree
 from kevin_tui.evaluator.host.static_checks import compute_operator
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerProcess, WorkerTimeout
 from kevin_tui.evaluator.protocol import ProtocolViolation
@@ -426,7 +426,7 @@ class BuildBroker:
             return ""  # the header only ever saves time: build without it
         finally:
             worker.kill()
-            shutil.rmtree(staging, ignore_errors=True)
+            remove_tree(staging)
 
     def _run_builder(
         self, spec: dict[str, Any], versions: dict[str, Any], directory: Path, record: BuildRecord, deadline: float
@@ -450,10 +450,10 @@ class BuildBroker:
         except (WorkerGone, ProtocolViolation) as exc:
             record.ok, record.message = False, f"the builder {exc}"
             record.log = worker.log_tail()
-            shutil.rmtree(temporary, ignore_errors=True)
+            remove_tree(temporary)
             return
         except WorkerTimeout:
-            shutil.rmtree(temporary, ignore_errors=True)
+            remove_tree(temporary)
             raise
         finally:
             worker.kill()
@@ -466,19 +466,19 @@ class BuildBroker:
     def _finish(self, event: dict, spec: dict, temporary: Path, directory: Path, record: BuildRecord) -> None:
         kind = event["event"]
         if kind == "environment_error":
-            shutil.rmtree(temporary, ignore_errors=True)
+            remove_tree(temporary)
             raise EnvironmentProblem(event["message"])
         record.headers = event.get("headers", "standard")
         record.prelude_lines = event.get("prelude_lines", 0)
         library = temporary / f"{spec['name']}.so"
         if kind != "built" or not library.is_file():
-            shutil.rmtree(temporary, ignore_errors=True)
+            remove_tree(temporary)
             record.ok = False
             record.log = event.get("log") or event.get("traceback") or ""
             record.message = event.get("message", "the build produced no library")
             return
         if (size := directory_bytes(temporary)) > MAX_BUILD_BYTES:
-            shutil.rmtree(temporary, ignore_errors=True)
+            remove_tree(temporary)
             record.ok = False
             record.message = (f"the build left {size / 2**20:.0f} MB (a build may leave at most "
                               f"{MAX_BUILD_BYTES / 2**20:.0f} MB in the build cache)")  # fmt: skip
@@ -487,10 +487,10 @@ class BuildBroker:
             os.rename(temporary, directory)
         except OSError:  # built meanwhile by someone else, or a leftover: keep a verified one, else replace
             if self.verify(directory, spec["name"]) is None:
-                shutil.rmtree(directory, ignore_errors=True)
+                remove_tree(directory)
                 os.rename(temporary, directory)
             else:
-                shutil.rmtree(temporary, ignore_errors=True)
+                remove_tree(temporary)
                 return
         self.manifests.record(directory.name, directory / f"{spec['name']}.so", name=spec["name"],
                               headers=record.headers)  # fmt: skip

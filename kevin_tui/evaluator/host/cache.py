@@ -15,7 +15,6 @@ import fcntl
 import hashlib
 import json
 import os
-import shutil
 import stat
 import time
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import Any
 
 from kevin_tui.evaluator import header_cache
 from kevin_tui.evaluator.header_cache import COMPILED, HEADER, HEADER_TEXT, LOCK, USED, WANTED
+from kevin_tui.evaluator.host.scratch import remove_tree
 
 PARTS = ("builds", header_cache.STORE, "manifests", header_cache.STAGING)
 PART_NAMES = {"builds": "extension builds", header_cache.STORE: "precompiled headers", "manifests": "host records"}
@@ -110,7 +110,7 @@ def clean(root: Path, parts: tuple[str, ...] = PARTS) -> int:
         directory = root / part
         if directory.is_dir():
             freed += _size(directory)
-            shutil.rmtree(directory, ignore_errors=True)
+            remove_tree(directory)
     return freed
 
 
@@ -176,7 +176,7 @@ def evict(pch_root: Path, keep: Path, limit: int) -> list[Path]:
             except OSError:
                 continue  # a build is using it
             size = directory_bytes(directory)
-            shutil.rmtree(directory, ignore_errors=True)
+            remove_tree(directory)
         total -= size
         removed.append(directory)
     return removed
@@ -189,16 +189,16 @@ def install_pch(staging: Path, store: Path, key: str, manifests: Manifests) -> b
     names = sorted(p.name for p in staging.iterdir())
     plain = all(p.is_file() and not p.is_symlink() for p in (header, gch))
     if names != sorted([header.name, gch.name]) or not plain or header.read_text() != HEADER_TEXT:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging)
         return False
     (staging / LOCK).touch()
     target = store / key
     if target.exists() and manifests.check(f"pch-{key}", target / gch.name, rehash=False) is None:
-        shutil.rmtree(target, ignore_errors=True)  # an empty one admit() made, or a header that failed its check
+        remove_tree(target)  # an empty one admit() made, or a header that failed its check
     try:
         os.rename(staging, target)
     except OSError:  # made meanwhile by another build: keep that one
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging)
         return manifests.check(f"pch-{key}", target / gch.name, rehash=False) is not None
     manifests.record(f"pch-{key}", target / gch.name)
     (target / USED).touch()
@@ -212,7 +212,7 @@ def usable_pch(store: Path, key: str, manifests: Manifests) -> bool:
     if not gch.exists():
         return False
     if manifests.check(f"pch-{key}", gch, rehash=False) is None:
-        shutil.rmtree(store / key, ignore_errors=True)
+        remove_tree(store / key)
         manifests.forget(f"pch-{key}")
         return False
     (store / key / USED).touch()
@@ -230,9 +230,6 @@ def sweep_staging(staging: Path, now: float | None = None) -> list[Path]:
     for entry in staging.iterdir() if staging.is_dir() else []:
         with contextlib.suppress(OSError):
             if now - entry.stat().st_mtime > STALE_STAGING_S:
-                if entry.is_dir():
-                    shutil.rmtree(entry, ignore_errors=True)
-                else:
-                    entry.unlink()
+                remove_tree(entry)  # a file, a link or a tree of any depth (its builder wrote it)
                 removed.append(entry)
     return removed
