@@ -148,14 +148,68 @@ def test_an_empty_flag_builds_at_once_and_shares_the_build(relu_cpu):
     assert build_dirs(plain) == build_dirs(padded) and padded.details["builds"][0]["cached"]
 
 
+def unique(source: str) -> str:
+    """`source` with its C++ changed by a comment of this run's own: built afresh, whatever the kept cache holds."""
+    return source.replace(
+        "torch::Tensor relu_forward", f"// run {os.getpid()}-{time.time_ns()}\ntorch::Tensor relu_forward"
+    )
+
+
 def test_a_build_failure_the_candidate_swallows_is_still_a_compile_error(relu_cpu):
-    verdict = relu_cpu.evaluate(candidate("fallback_hides_failed_build.py"))
+    verdict = relu_cpu.evaluate(unique(candidate("fallback_hides_failed_build.py")))  # a builder runs: its log
     assert verdict.status is Status.COMPILE_ERROR, verdict.message
     assert "fallback hid this" in verdict.message and "undeclared_name" in verdict.message
     assert verdict.details["compiler_errors"][0]["candidate_line"] is not None
     # the compiler's own lines reached the builder's log as it printed them, stamped (the app tails it)
     logs = [log.read_text() for log in relu_cpu.scratch.glob("builder-*/builder.log")]
     assert any(re.search(r"(?m)^\[\s*\d+\.\d s\] \| .*error: .*undeclared_name", text) for text in logs), logs
+
+
+def test_a_compiler_error_is_remembered_and_given_again_at_once(relu_cpu):
+    """The same sources, flags and toolchain fail the same way: evaluated again (a retry, a replay, the same
+    mistake next turn), a kernel that does not compile gets the compiler's errors, mapped to its lines as the
+    first time, without a builder (host/failed_builds.py)."""
+    source = unique(candidate("fallback_hides_failed_build.py"))
+    first = relu_cpu.evaluate(source)
+    builders = len(list(relu_cpu.scratch.glob("builder-*")))
+    again = relu_cpu.evaluate(source)
+    assert first.status is again.status is Status.COMPILE_ERROR and again.message == first.message, again.message
+    assert again.details["compiler_errors"] == first.details["compiler_errors"]
+    (built,), (recalled,) = first.details["builds"], again.details["builds"]
+    assert not built["cached"] and recalled["cached"] and not recalled["ok"] and recalled["headers"] == built["headers"]
+    assert len(list(relu_cpu.scratch.glob("builder-*"))) == builders  # no builder started
+    assert again.phases_s["build"] < first.phases_s["build"] / 5
+
+
+def test_only_the_compilers_own_errors_are_remembered_and_a_new_compiler_forgets_them(tmp_path):
+    """A missing header or library (the user may install it), a compiler killed or out of memory, a builder
+    that failed by itself: built again next time. A changed compiler binary forgets what the old one said."""
+    from kevin_tui.evaluator.host.failed_builds import FailedBuilds
+
+    failed = (
+        "x.cpp:3:5: error: 'undeclared_name' was not declared in this scope\nninja: build stopped: subcommand failed."
+    )
+    unstable = [
+        "x.cpp:1:10: fatal error: cutlass/cutlass.h: No such file or directory\nninja: build stopped: subcommand failed.",
+        "c++: fatal error: Killed signal terminated program cc1plus\nninja: build stopped: subcommand failed.",
+        "/usr/bin/ld: cannot find -lcublasLt\nninja: build stopped: subcommand failed.",
+        "RuntimeError: the builder's own failure\nTraceback ...",
+    ]
+    compiler = tmp_path / "bin" / "nvcc"
+    compiler.parent.mkdir()
+    compiler.write_bytes(b"one")
+    env = {"CUDA_HOME": str(tmp_path), "PATH": ""}
+    memory = FailedBuilds(tmp_path, env)
+    record = {"message": "error", "headers": "light", "prelude_lines": 7}
+    memory.remember("relu-1", {**record, "log": failed})
+    for number, log in enumerate(unstable):
+        memory.remember(f"other-{number}", {**record, "log": log})
+    assert memory.recall("relu-1") == {**record, "log": failed, "toolchain": memory.toolchain}
+    assert all(memory.recall(f"other-{number}") is None for number in range(len(unstable)))
+    (tmp_path / "failed-relu-2.json").write_text('{"log": 3}')  # not one the host wrote: no memory
+    assert memory.recall("relu-2") is None
+    compiler.write_bytes(b"another nvcc")
+    assert FailedBuilds(tmp_path, env).recall("relu-1") is None
 
 
 def test_the_header_for_flags_seen_before_is_found_without_a_worker(tmp_path, monkeypatch):
@@ -260,7 +314,7 @@ def test_cuda_compile_error_carries_nvcc_message_and_candidate_line(relu_cpu):
     assert first["candidate_line"] == 11
     assert "undefined_bias" in verdict.message
     # no header defines undefined_bias: the candidate's own error, so the standard headers were not tried
-    # (they would fail the same way); a failed build is never cached
+    # (they would fail the same way); a failed build leaves no library in the cache
     (build,) = verdict.details["builds"]
     assert build["headers"] == "light" and not build["ok"]
     assert not Path(build["directory"]).exists()

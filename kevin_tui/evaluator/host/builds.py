@@ -13,7 +13,8 @@ matching its manifest is `rejected`. A build may leave at most `MAX_BUILD_BYTES`
 may write no larger file): the cache is never swept, so a library made huge on purpose would stay.
 Precompiled headers are made by a trusted step of their own and every builder sees them read-only. A build
 whose binding unit (main.cpp) was compiled before gets a checked copy of that object to link instead
-(host/bindings.py).
+(host/bindings.py). A build that failed with the compiler's own errors fails at once when asked for again
+(host/failed_builds.py).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from kevin_tui.evaluator.host.cache import (
     sweep_staging,
     usable_pch,
 )
+from kevin_tui.evaluator.host.failed_builds import FailedBuilds
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, Sandbox
 from kevin_tui.evaluator.host.scratch import remove_tree
 from kevin_tui.evaluator.host.static_checks import compute_operator
@@ -292,10 +294,12 @@ class BuildRecord:
     loaded: bool | None = None
     prelude_lines: int = 0  # a failed light build: where the candidate's CUDA sources start in cuda.cu
     binding: str = ""  # main.cpp's object: "compiled" here, or "reused" (a checked copy of an earlier build's)
+    compiler_failed: bool = False  # the builder reported the compiler's errors (not its own failure)
     torch_calls: list[str] = field(default_factory=list)  # PyTorch compute its sources call (static_checks)
 
     def summary(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in ("log", "compiler_errors", "prelude_lines")}
+        hidden = ("log", "compiler_errors", "prelude_lines", "compiler_failed")
+        return {k: v for k, v in self.__dict__.items() if k not in hidden}
 
 
 def _identity_or_none(path: Path) -> list[int] | None:
@@ -317,6 +321,7 @@ class BuildBroker:
             directory.mkdir(parents=True, exist_ok=True)
         self.manifests = Manifests(self.root.parent / "manifests")
         self.bindings = BindingObjects(self.root, self.manifests)
+        self.failed = FailedBuilds(self.manifests.root, env)
         sweep_staging(self.staging)
 
     def key(self, spec: dict[str, Any], versions: dict[str, Any]) -> str:
@@ -371,11 +376,17 @@ class BuildBroker:
             record.cached = True
             record.headers = manifest.get("headers", "standard")
             return record
-        started = time.perf_counter()
-        try:
-            self._run_builder(spec, versions, directory, record, deadline)
-        finally:
-            record.seconds = round(time.perf_counter() - started, 3)
+        if (failure := self.failed.recall(directory.name)) is not None:
+            record.ok, record.cached, record.log, record.headers = False, True, failure["log"], failure["headers"]
+            record.message, record.prelude_lines = failure["message"], failure["prelude_lines"]
+        else:
+            started = time.perf_counter()
+            try:
+                self._run_builder(spec, versions, directory, record, deadline)
+            finally:
+                record.seconds = round(time.perf_counter() - started, 3)
+            if record.compiler_failed:
+                self.failed.remember(directory.name, vars(record))
         if not record.ok:
             files = _generated_files(spec, record.prelude_lines)
             record.compiler_errors = first_errors(record.log, SourceMap(source, files))
@@ -473,7 +484,7 @@ class BuildBroker:
         library = temporary / f"{spec['name']}.so"
         if kind != "built" or not library.is_file():
             remove_tree(temporary)
-            record.ok = False
+            record.ok, record.compiler_failed = False, kind == "build_failed"
             record.log = event.get("log") or event.get("traceback") or ""
             record.message = event.get("message", "the build produced no library")
             return
