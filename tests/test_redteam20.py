@@ -1,0 +1,128 @@
+"""Red team 20: memoisation keyed on part of the input, or on all of it, against `apply --check`
+(tests/candidates/redteam20/)."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+
+import pytest
+import torch
+from torch import nn
+
+from kevin_tui.usermodel import check as check_module
+from kevin_tui.usermodel.check import Varied, check, import_helper
+from tests.conftest import CANDIDATES
+
+HERE = CANDIDATES / "redteam20"
+
+
+def _linear_case(name: str, seed: int = 0):
+    module = import_helper(HERE / f"{name}.py")
+    torch.manual_seed(seed)
+    net, x = module.Net(), torch.randn(64, 1024)
+    fresh = [("new values", [torch.randn(64, 1024)]), ("batch size 128", [torch.randn(128, 1024)])]
+    return module, net, [x], fresh
+
+
+def _blocks(model: nn.Module, cls: type) -> list[nn.Module]:
+    return [m for m in model.modules() if isinstance(m, cls)]
+
+
+def test_a_memo_keyed_on_every_value_gets_no_hit_in_apply_checks_timed_calls(monkeypatch):
+    """content_memo_apply.py: right for any input (a checksum of every value), so it passes; on the check's values
+    repeated call after call every timed call after the first was a hit (22-96x reported for a 1x linear)."""
+    module, net, args, fresh = _linear_case("content_memo_apply")
+    monkeypatch.setattr(check_module, "trainable", lambda model, args: False)  # the training proof is not at issue
+    installed: list[nn.Module] = []
+    real_install = module.install
+    monkeypatch.setattr(module, "install", lambda model, **kw: installed.append(real_install(model, **kw)) or model)
+    monkeypatch.setattr(check_module, "import_helper", lambda path: module)
+    result = check(net, args, HERE / "content_memo_apply.py", "cpu", {"rounds": 3}, fresh)
+    assert result["passed"], result["message"]
+    (block,) = _blocks(installed[0], module.ModelNew)
+    assert block.__dict__.get("hits", 0) == 0, f"{block.__dict__['hits']} timed calls were answered from the memo"
+
+
+def test_a_memo_keyed_on_the_address_and_a_few_values_fails_apply_check():
+    """sampled_memo_apply.py: every input compared differed everywhere from the ones before (new tensors, new
+    values), so the memo never answered there: `outputs match`, and every timed call a hit (50-170x)."""
+    _, net, args, fresh = _linear_case("sampled_memo_apply")
+    kept = args[0].clone()
+    result = check(net, args, HERE / "sampled_memo_apply.py", "cpu", {"rounds": 2}, fresh)
+    assert not result["passed"], result["message"]
+    assert "a few values changed in place" in result["message"], result["message"]
+    assert torch.equal(args[0], kept)  # the check's inputs are put back
+
+
+class Symmetric(nn.Module):
+    """A model that takes a symmetric matrix only (and says so loudly otherwise), with ids beside it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(50, 32), requires_grad=False)
+
+    def forward(self, a: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        if not torch.equal(a, a.T):
+            raise ValueError("a must be symmetric")
+        return a[:, :32] @ self.table[ids]
+
+
+class SymmetricNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = Symmetric()
+
+    def forward(self, a: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        return self.block(a, ids)
+
+
+def _symmetric_inputs() -> list[torch.Tensor]:
+    m = torch.randn(32, 32)
+    return [m + m.T, torch.randint(0, 50, (32,))]
+
+
+def test_an_honest_kernel_on_structured_inputs_passes_and_its_timed_inputs_keep_the_structure(monkeypatch):
+    """The timed calls' swaps keep a symmetric matrix symmetric and ids valid; the in-place change is put back."""
+    helper = import_helper(HERE / "content_memo_apply.py")  # its matches/install, on another class
+    monkeypatch.setattr(helper, "CLASS", "Symmetric")
+    monkeypatch.setattr(helper, "ModelNew", type("ModelNew", (Symmetric,), {}))
+    monkeypatch.setattr(check_module, "import_helper", lambda path: helper)
+    torch.manual_seed(3)
+    args, fresh = _symmetric_inputs(), [("new values", _symmetric_inputs())]
+    kept = [a.clone() for a in args]
+    result = check(SymmetricNet(), args, HERE / "content_memo_apply.py", "cpu", {"rounds": 2}, fresh)
+    assert result["passed"], result["message"]
+    assert all(torch.equal(a, k) for a, k in zip(args, kept, strict=True))
+    varied = Varied(args, fresh[0][1])
+    seen = [[t.clone() for t in varied()] for _ in range(20)]
+    assert all(torch.equal(a, a.T) for a, _ in seen)
+    assert all(not torch.equal(x[0], y[0]) for x, y in itertools.pairwise(seen))  # floats: a swap always changes one
+    assert all(bool(((ids >= 0) & (ids < 50)).all()) for _, ids in seen)
+
+
+def test_the_timed_inputs_change_every_call_and_keep_gradients():
+    x, other = torch.randn(8, 16, requires_grad=True), torch.randn(8, 16)
+    kept = x.detach().clone()
+    varied = Varied([x], [other])
+    first = varied()[0].detach().clone()
+    (second,) = varied()
+    assert second.requires_grad and not torch.equal(first, second.detach())
+    assert varied.args[0] is not x and torch.equal(x.detach(), kept)  # the check's own tensor is never the timed one
+    second.square().sum().backward()
+    assert torch.equal(second.grad, 2 * second.detach())
+
+
+@pytest.mark.parametrize("fresh", [[], [("batch size 16", [torch.randn(16, 16)])]])
+def test_without_a_sample_of_the_same_shapes_the_timed_values_stay(fresh):
+    x = torch.randn(8, 16)
+    varied = Varied([x], check_module.same_shaped([x], fresh))
+    assert varied.swaps == [] and torch.equal(varied()[0], x)
+
+
+def test_the_memo_candidates_are_right_on_their_first_call():
+    for name in ("content_memo_apply", "sampled_memo_apply"):
+        module, net, args, _ = _linear_case(name)
+        after = module.install(copy.deepcopy(net))
+        with torch.no_grad():
+            assert torch.allclose(after(*args), net(*args), atol=1e-5)
