@@ -1,4 +1,4 @@
-"""Red team 20: memoisation keyed on part of the input, or on all of it, against `apply --check`
+"""Red team 20: memoisation keyed on part of the input, or on all of it, against `apply --check` and eval
 (tests/candidates/redteam20/)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch import nn
 
+from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.usermodel import check as check_module
 from kevin_tui.usermodel.check import Varied, check, import_helper
 from tests.conftest import CANDIDATES
@@ -126,3 +127,25 @@ def test_the_memo_candidates_are_right_on_their_first_call():
         after = module.install(copy.deepcopy(net))
         with torch.no_grad():
             assert torch.allclose(after(*args), net(*args), atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def plain(relu_problem, build_cache):
+    """An evaluator on ReLU without timing, shared by this module's eval candidates."""
+    options = EvalOptions(device="cpu", timing=False, shapes="off", profile=False, cache_dir=build_cache)
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
+        yield evaluator
+
+
+def test_a_memo_keyed_on_the_address_and_a_few_values_is_incorrect_in_eval(plain):
+    """address_memo_eval.py: every input eval gave was a new tensor, or had all of its values changed in place:
+    never a hit, `correct`; a few values changed in the same tensor get the old answer."""
+    verdict = plain.evaluate((HERE / "address_memo_eval.py").read_text())
+    assert verdict.status is Status.INCORRECT, verdict.message
+    assert "a few values of its inputs changed in place" in verdict.message, verdict.message
+
+
+def test_a_versioned_memo_keyed_on_the_address_stays_correct_in_eval(plain):
+    verdict = plain.evaluate((HERE / "honest_versioned_memo_eval.py").read_text())
+    assert verdict.status is Status.CORRECT, verdict.message
+    assert any("a few of their values changed in place" in c.name and c.passed for c in verdict.checks)

@@ -485,30 +485,39 @@ class HostRun:
             self.judge({"cmd": "judge", "eval": self.evaluation, "trial": index, "path": str(taken),
                         "precision": index == measured}, trial=index)  # fmt: skip
         self.changed_in_place()
+        self.changed_in_place(few=True)
         self.checks.append(Check("inputs unchanged", True, "the reference changes them too"
                                  if self.reference.ready()["mutates_inputs"] else ""))  # fmt: skip
         self.checks.append(Check("no replaced torch/timing functions", True))
         self.checks.append(Check("nothing left running after forward", True))
 
-    def changed_in_place(self) -> None:
+    def changed_in_place(self, few: bool = False) -> None:
         """The first trial's input objects again after their values, and the parameters, changed in place (as an
-        optimizer step changes them): a kernel caching results or converted weights by identity or data_ptr fails."""
-        ready = self.reference.ask({"cmd": "changed", "eval": self.evaluation, "seed": self.seed + 11}, "changed_ready")
+        optimizer step changes them): a kernel caching results or converted weights by identity or data_ptr fails.
+        `few`: only a few input values changed, no parameter (a cache keyed on the address and part of the values,
+        or on the parameters' versions, missed when everything changed)."""
+        seed = self.seed + (13 if few else 11)
+        ready = self.reference.ask({"cmd": "changed", "eval": self.evaluation, "seed": seed, "few": few},
+                                   "changed_ready")  # fmt: skip
         index = ready["index"]
+        what = "a few of their values" if few else "inputs and parameters"
+        name = f"inputs changed in place ({what})" if few else "inputs and parameters changed in place"
         if index < 0:
-            self.checks.append(Check("inputs and parameters changed in place", True, f"skipped: the reference "
-                                     f"cannot run the problem so ({ready['reason'][:200]})"))  # fmt: skip
+            self.checks.append(Check(name, True, f"skipped: the reference cannot run the problem so "
+                                     f"({ready['reason'][:200]})"))  # fmt: skip
             return
         given = self.give_input(ready["path"], f"in-{index}.kt")
         self.worker.send({"cmd": "changed", "index": index, "inputs": str(given)})
         done = self.trial_done(index)
-        taken = self.take_output(done["path"], f"out-{index}.kt", f"eval-{self.evaluation}-changed.kt")
-        label = "the first trial's input objects after they and the model's parameters changed in place"
+        taken = self.take_output(done["path"], f"out-{index}.kt", f"eval-{self.evaluation}-changed-{index}.kt")
+        label = (f"the first trial's input objects after {what} changed in place" if few else
+                 "the first trial's input objects after they and the model's parameters changed in place")  # fmt: skip
         try:
             self.judge({"cmd": "judge", "eval": self.evaluation, "trial": index, "path": str(taken), "label": label,
                         "runs": ["changed"]})  # fmt: skip
         except Decided as decided:
-            stale = f"returned a stale result after its inputs/parameters changed in place: {decided.verdict.message}"
+            changed = "a few values of its inputs" if few else "its inputs/parameters"
+            stale = f"returned a stale result after {changed} changed in place: {decided.verdict.message}"
             decided.verdict.message = stale
             raise
 
