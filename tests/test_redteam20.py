@@ -149,3 +149,40 @@ def test_a_versioned_memo_keyed_on_the_address_stays_correct_in_eval(plain):
     verdict = plain.evaluate((HERE / "honest_versioned_memo_eval.py").read_text())
     assert verdict.status is Status.CORRECT, verdict.message
     assert any("a few of their values changed in place" in c.name and c.passed for c in verdict.checks)
+
+
+def _timed(speedup: float, compiled: float | None):
+    """A correct verdict's speed figures (candidate at 1 ms), with a speedup over torch.compile when given."""
+    from kevin_tui.evaluator.host.decisions import Finding, decide
+
+    verdict = decide(Finding.CORRECT, f"correct, {speedup}x")
+    verdict.speedup, verdict.speedup_interval, verdict.candidate_ms, verdict.reference_ms = speedup, [speedup] * 2, 1, 2
+    verdict.details["measured_speedup"] = speedup
+    verdict.speedup_compile, verdict.reference_compile_ms = compiled, compiled
+    return verdict
+
+
+def _retried(monkeypatch, first, second):
+    from kevin_tui.evaluator.host.candidate_run import HostRun, speed_record
+    from kevin_tui.evaluator.host.decisions import Finding, decide
+
+    asked = {"clock_check": {"n": 1}, "speed_if_agreed": speed_record(first)}
+    outcomes = [decide(Finding.CLOCK_DISAGREES, "the control ran 9x faster", evidence=asked), second]
+    monkeypatch.setattr(HostRun, "measure", lambda self: outcomes.pop(0))
+    return HostRun.time(object.__new__(HostRun))
+
+
+@pytest.mark.parametrize(("first", "second"), [((1.0, 1.2), (1.8, 3.0)), ((1.9, 1.2), (1.8, 3.0))])
+def test_a_retry_the_candidate_asks_for_is_no_second_draw_at_the_speedup_over_compile(monkeypatch, first, second):
+    """keep_the_lower put the first measurement's headline back but left the retry's speedup over torch.compile
+    (the batch report's geometric mean, the commit's figure): 3.0x beside a 1.0x headline, from figures that did
+    not even agree (3.0 ms / the restored 1 ms); when the retry's headline stood, its compile figure did too."""
+    verdict = _retried(monkeypatch, _timed(*first), _timed(*second))
+    assert verdict.speedup == min(first[0], second[0])
+    assert verdict.speedup_compile == 1.2 and verdict.reference_compile_ms == 1.2
+
+
+def test_an_honest_retry_keeps_the_lower_speedup_over_compile_whichever_it_is(monkeypatch):
+    verdict = _retried(monkeypatch, _timed(2.1, 2.5), _timed(1.9, 1.6))
+    assert verdict.speedup == 1.9 and verdict.speedup_compile == 1.6 and "remeasured" not in verdict.evidence
+    assert _retried(monkeypatch, _timed(2.1, None), _timed(1.9, 1.6)).speedup_compile == 1.6
