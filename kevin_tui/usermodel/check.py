@@ -6,7 +6,7 @@ that will be committed), so what is checked is what you will run. Outputs must m
 evaluator's tolerance for their dtype (the absolute tolerance bounded by rtol times the largest
 reference value), on the check's inputs, on fresh ones, and on the check's own tensors with a few values
 changed in place. Then both are timed in interleaved rounds, in a random order each round (a value of
-each input swapped with a fresh sample's before every call, so no answer is remembered), and the
+each input swapped with a fresh sample's before every call, so no remembered answer matches), and the
 end-to-end speedup is the ratio of the median per-call times: a kernel can win alone and lose in
 the model (extra copies, layouts, launches), and this is the figure that says so.
 
@@ -219,7 +219,9 @@ class Varied:
     at the same address had every timed call after the first free (96x and 60x reported for a 1x linear:
     tests/candidates/redteam20/); now the checksum never hits, and a partial key is `changed_in_place_differs`'s to
     fail. A swap is a few 1-element copies, in both arms alike; with no fresh sample of the same shapes the values
-    stay as they are (the version counter still moves on)."""
+    stay as they are (the version counter still moves on). Not closed: a kernel that diffs its input against one it
+    kept and updates that answer for the one value changed (a linear layer: a row, not a matmul) still gains; only a
+    fresh draw for every timed call, as eval's, would leave it nothing to start from."""
 
     def __init__(self, args: list[Any], other: list[Any] | None) -> None:
         self.args = [a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
