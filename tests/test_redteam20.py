@@ -45,6 +45,44 @@ def test_a_memo_keyed_on_every_value_gets_no_hit_in_apply_checks_timed_calls(mon
     assert block.__dict__.get("hits", 0) == 0, f"{block.__dict__['hits']} timed calls were answered from the memo"
 
 
+def _installed(monkeypatch, module) -> list[nn.Module]:
+    """The models the check installs the kernel in (the helper's install, recorded)."""
+    installed: list[nn.Module] = []
+    real_install = module.install
+    monkeypatch.setattr(module, "install", lambda model, **kw: installed.append(real_install(model, **kw)) or model)
+    monkeypatch.setattr(check_module, "import_helper", lambda path: module)
+    monkeypatch.setattr(check_module, "trainable", lambda model, args: False)  # the training proof is not at issue
+    return installed
+
+
+def test_a_kernel_updating_its_kept_answer_gets_no_update_in_apply_checks_timed_calls(monkeypatch):
+    """incremental_memo_apply.py: timed calls on the check's values with one swapped per call let it update a row
+    of its kept answer instead of the matmul (7.7x for a 1x linear); the worker draws each timed call anew."""
+    from kevin_tui.usermodel.specs import TensorSpec
+    from kevin_tui.usermodel.worker import sampler
+
+    module, net, args, fresh = _linear_case("incremental_memo_apply")
+    installed = _installed(monkeypatch, module)
+    draw = sampler([TensorSpec(None, "float32", (64, 1024))], "cpu")
+    result = check(net, args, HERE / "incremental_memo_apply.py", "cpu", {"rounds": 3}, fresh, draw)
+    assert result["passed"], result["message"]
+    (block,) = _blocks(installed[0], module.ModelNew)
+    assert block.__dict__.get("updates", 0) == 0, f"{block.__dict__['updates']} timed calls were updates"
+
+
+def test_the_worker_draws_every_timed_call_anew_at_the_checks_shapes():
+    from kevin_tui.usermodel.specs import Distribution, TensorSpec
+    from kevin_tui.usermodel.worker import sampler
+
+    ids = TensorSpec(None, "int64", (8,), Distribution("randint", (0.0, 50.0)))
+    draw = sampler([TensorSpec(None, "float32", (8, 16)), ids], "cpu")
+    state = torch.random.get_rng_state()
+    (a, drawn), (b, _) = draw(), draw()
+    assert a.shape == (8, 16) and drawn.dtype == torch.int64 and bool(((drawn >= 0) & (drawn < 50)).all())
+    assert not torch.equal(a, b)
+    assert torch.equal(torch.random.get_rng_state(), state)  # the model's own generator is left alone
+
+
 def test_a_memo_keyed_on_the_address_and_a_few_values_fails_apply_check():
     """sampled_memo_apply.py: every input compared differed everywhere from the ones before (new tensors, new
     values), so the memo never answered there: `outputs match`, and every timed call a hit (50-170x)."""

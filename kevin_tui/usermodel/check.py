@@ -5,8 +5,8 @@ The model is built once; a deep copy gets the kernel through the generated helpe
 that will be committed), so what is checked is what you will run. Outputs must match within the
 evaluator's tolerance for their dtype (the absolute tolerance bounded by rtol times the largest
 reference value), on the check's inputs, on fresh ones, and on the check's own tensors with a few values
-changed in place. Then both are timed in interleaved rounds, in a random order each round (a value of
-each input swapped with a fresh sample's before every call, so no remembered answer matches), and the
+changed in place. Then both are timed in interleaved rounds, in a random order each round, each call
+on a new sample of the inputs drawn before its clock starts (so no remembered answer helps), and the
 end-to-end speedup is the ratio of the median per-call times: a kernel can win alone and lose in
 the model (extra copies, layouts, launches), and this is the figure that says so.
 
@@ -170,13 +170,17 @@ def _kind(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def timed_rounds(calls: dict[str, Callable[[], Any]], device: str, rounds: int) -> dict[str, list[float]]:
+def timed_rounds(
+    calls: dict[str, Callable[[list[Any]], Any]], device: str, rounds: int, inputs: Callable[[], list[Any]]
+) -> dict[str, list[float]]:  # fmt: skip
     """Milliseconds per call of each, one figure per round; in each round every one runs the same
-    number of calls, in a random order."""
+    number of calls, in a random order, each call on its own `inputs()` (made before its clock starts)."""
     for call in calls.values():
-        call()  # warm (the kernel's first call may load or tune)
+        call(inputs())  # warm (the kernel's first call may load or tune)
+    given = inputs()
+    synchronize(device)
     start = time.perf_counter()
-    next(iter(calls.values()))()
+    next(iter(calls.values()))(given)
     synchronize(device)
     per_round = max(1, int(ROUND_S / max(time.perf_counter() - start, 1e-6)))
     times: dict[str, list[float]] = {name: [] for name in calls}
@@ -184,16 +188,23 @@ def timed_rounds(calls: dict[str, Callable[[], Any]], device: str, rounds: int) 
     for _ in range(rounds):
         random.shuffle(order)
         for name in order:
-            start = time.perf_counter()
+            spent = 0.0
             for _ in range(per_round):
-                calls[name]()
-            synchronize(device)
-            times[name].append((time.perf_counter() - start) * 1e3 / per_round)
+                given = inputs()
+                synchronize(device)  # the inputs' own work is done before the clock starts
+                start = time.perf_counter()
+                calls[name](given)
+                synchronize(device)
+                spent += time.perf_counter() - start
+            times[name].append(spent * 1e3 / per_round)
     return times
 
 
-def timed(before: Callable[[], Any], after: Callable[[], Any], device: str, rounds: int) -> dict[str, Any]:
-    times = timed_rounds({"before": before, "after": after}, device, rounds)
+def timed(
+    before: Callable[[list[Any]], Any], after: Callable[[list[Any]], Any], device: str, rounds: int,
+    inputs: Callable[[], list[Any]],
+) -> dict[str, Any]:  # fmt: skip
+    times = timed_rounds({"before": before, "after": after}, device, rounds, inputs)
     median_before, median_after = statistics.median(times["before"]), statistics.median(times["after"])
     return {"before_ms": median_before, "after_ms": median_after, "speedup": median_before / median_after,
             "interval": speedup_interval(times["before"], times["after"]), "rounds": len(times["before"])}  # fmt: skip
@@ -213,15 +224,15 @@ def moved_on(args: list[Any]) -> list[Any]:
 
 
 class Varied:
-    """The timed calls' inputs (copies of the check's), a value of each tensor (and its mirror in a symmetric matrix)
-    swapped with a fresh sample's before every call, at a place drawn in secret. On identical values call after
-    call, a kernel that remembers its answer by a checksum of every value (right for any input) or by a few values
-    at the same address had every timed call after the first free (96x and 60x reported for a 1x linear:
-    tests/candidates/redteam20/); now the checksum never hits, and a partial key is `changed_in_place_differs`'s to
-    fail. A swap is a few 1-element copies, in both arms alike; with no fresh sample of the same shapes the values
-    stay as they are (the version counter still moves on). Not closed: a kernel that diffs its input against one it
-    kept and updates that answer for the one value changed (a linear layer: a row, not a matmul) still gains; only a
-    fresh draw for every timed call, as eval's, would leave it nothing to start from."""
+    """Timed inputs for a caller with no input specs to draw from (`check`'s `draw`, which the worker gives, draws
+    every timed call anew): copies of the check's inputs, a value of each tensor (and its mirror in a symmetric
+    matrix) swapped with a fresh sample's before every call, at a place drawn in secret. On identical values call
+    after call, a kernel that remembers its answer by a checksum of every value (right for any input) or by a few
+    values at the same address had every timed call after the first free (51x and 170x reported for a 1x linear:
+    tests/candidates/redteam20/); here the checksum never hits, and a partial key is `changed_in_place_differs`'s to
+    fail. With no fresh sample of the same shapes the values stay (the version counter still moves on). A kernel
+    that diffs its input against one it kept and updates that answer still gains here (17.5x:
+    incremental_memo_apply.py); only a fresh draw leaves it nothing to start from."""
 
     def __init__(self, args: list[Any], other: list[Any] | None) -> None:
         self.args = [a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
@@ -249,27 +260,25 @@ class Varied:
         return moved_on(self.args)
 
 
-def call_inputs(args: list[Any] | Varied) -> list[Any]:
-    return args() if isinstance(args, Varied) else moved_on(args)
-
-
-def inference(model: nn.Module, args: list[Any] | Varied) -> Callable[[], Any]:
-    def call() -> Any:
+def inference(model: nn.Module) -> Callable[[list[Any]], Any]:
+    def call(args: list[Any]) -> Any:
         with torch.no_grad():
-            return model(*call_inputs(args))
+            return model(*args)
 
     return call
 
 
-def training_step(model: nn.Module, args: list[Any] | Varied, weights: list[torch.Tensor]) -> Callable[[], Any]:
-    return lambda: gradients(model, call_inputs(args), weights)
+def training_step(model: nn.Module, weights: list[torch.Tensor]) -> Callable[[list[Any]], Any]:
+    return lambda args: gradients(model, args, weights)
 
 
 def check(
     model: nn.Module, args: list[Any], helper_path: Path, device: str, options: dict[str, Any],
-    fresh: Sequence[tuple[str, list[Any]]] = (),
+    fresh: Sequence[tuple[str, list[Any]]] = (), draw: Callable[[], list[Any]] | None = None,
 ) -> dict:  # fmt: skip
-    """`fresh`: other inputs (new values, another batch size) the gradients are compared on too."""
+    """`fresh`: other inputs (new values, another batch size) the outputs and gradients are compared on too. `draw`:
+    a new sample of the check's inputs (from their specs) for each timed call; without it (a caller with no specs),
+    `Varied` swaps a value of the check's own before each call."""
     helper = import_helper(helper_path)
     helper.MODES = MODES  # the kernel in every mode while it is checked: what it is used in is decided here
     after, swapped, left = install(helper, model)
@@ -298,12 +307,12 @@ def check(
         result["training"] = training
         if why:
             return {**result, "passed": False, "message": why}
-    varied = Varied(args, other)
-    result.update(timed(inference(model, varied), inference(after, varied), device, rounds))
+    inputs = draw if draw is not None else Varied(args, other)
+    result.update(timed(inference(model), inference(after), device, rounds, inputs))
     if "training" in result:
         weights = loss_weights(expected)
-        step = timed(training_step(copy.deepcopy(model), varied, weights),
-                     training_step(copy.deepcopy(after), varied, weights), device, rounds)  # fmt: skip
+        step = timed(training_step(copy.deepcopy(model), weights), training_step(copy.deepcopy(after), weights),
+                     device, rounds, inputs)  # fmt: skip
         result["training"]["step"] = step
     return {**result, "passed": True, "message": "outputs match"}
 
