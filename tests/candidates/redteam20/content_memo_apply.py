@@ -15,8 +15,10 @@ Written with the few names `apply --check` asks of the helper it generates (`CLA
     (interval 43-60x; `timed` alone 34-96x over runs on this loaded 2-core machine), every timed call after the
     first a hit (42 of them in the test's smaller case); after: 1.00x (0.89-1.30x), no hit.
     Command: python3 -m pytest -q -p no:xdist -o addopts="" tests/test_redteam20.py -k every_value
-(4) Weakness: the timed calls all ran on identical values; now a few values of each floating input change before
-    every call, in both arms (kevin_tui/usermodel/check.py::Varied).
+(4) Weakness: the timed calls all ran on identical values; now each runs on a new sample drawn from the input specs
+    before its clock starts (kevin_tui/usermodel/worker.py::sampler), or, for a caller of check() without specs,
+    on the check's values with one of each tensor swapped before every call (kevin_tui/usermodel/check.py::Varied:
+    the test's path, where the checksum never hits).
 """
 
 import torch
