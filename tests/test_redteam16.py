@@ -86,16 +86,16 @@ def test_the_same_infinities_and_nans_with_close_numbers_still_match():
 
 
 def test_apply_checks_timing_gives_a_memo_keyed_on_the_inputs_identity_no_free_calls():
-    from kevin_tui.usermodel.check import inference, timed
+    from kevin_tui.usermodel.check import Varied, inference, timed
 
     module = _candidate("memo_by_identity_apply_speedup")
     torch.manual_seed(5)
     memo = module.ModelNew(256)
     plain = copy.deepcopy(memo.proj)
     x = torch.randn(128, 256)
-    figures = timed(inference(plain, [x]), inference(memo, [x]), "cpu", 8)
+    figures = timed(inference(plain), inference(memo), "cpu", 8, Varied([x], None))
     assert figures["speedup"] < 4, figures  # ~1.0 (the same linear); 100x and more with every call a hit
-    assert torch.equal(inference(memo, [x])(), plain(x))
+    assert torch.equal(inference(memo)([x]), plain(x))
 
 
 def test_moving_the_version_on_keeps_the_inputs_values_and_their_gradients():

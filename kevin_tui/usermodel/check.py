@@ -4,7 +4,9 @@
 The model is built once; a deep copy gets the kernel through the generated helper itself (the file
 that will be committed), so what is checked is what you will run. Outputs must match within the
 evaluator's tolerance for their dtype (the absolute tolerance bounded by rtol times the largest
-reference value). Then both are timed in interleaved rounds, in a random order each round, and the
+reference value), on the check's inputs, on fresh ones, and on the check's own tensors with a few values
+changed in place. Then both are timed in interleaved rounds, in a random order each round, each call
+on a new sample of the inputs drawn before its clock starts (so no remembered answer helps), and the
 end-to-end speedup is the ratio of the median per-call times: a kernel can win alone and lose in
 the model (extra copies, layouts, launches), and this is the figure that says so.
 
@@ -31,6 +33,7 @@ import torch
 from torch import nn
 
 from kevin_tui.evaluator.worker.common import import_file
+from kevin_tui.evaluator.worker.inputs import is_symmetric, near_duplicate
 from kevin_tui.evaluator.worker.judge import compare_number, tolerance_for, typed_numbers, widest_float
 from kevin_tui.usermodel.loader import UserModelError, run_forward, where
 from kevin_tui.usermodel.profiling import synchronize
@@ -167,13 +170,17 @@ def _kind(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def timed_rounds(calls: dict[str, Callable[[], Any]], device: str, rounds: int) -> dict[str, list[float]]:
+def timed_rounds(
+    calls: dict[str, Callable[[list[Any]], Any]], device: str, rounds: int, inputs: Callable[[], list[Any]]
+) -> dict[str, list[float]]:  # fmt: skip
     """Milliseconds per call of each, one figure per round; in each round every one runs the same
-    number of calls, in a random order."""
+    number of calls, in a random order, each call on its own `inputs()` (made before its clock starts)."""
     for call in calls.values():
-        call()  # warm (the kernel's first call may load or tune)
+        call(inputs())  # warm (the kernel's first call may load or tune)
+    given = inputs()
+    synchronize(device)
     start = time.perf_counter()
-    next(iter(calls.values()))()
+    next(iter(calls.values()))(given)
     synchronize(device)
     per_round = max(1, int(ROUND_S / max(time.perf_counter() - start, 1e-6)))
     times: dict[str, list[float]] = {name: [] for name in calls}
@@ -181,16 +188,23 @@ def timed_rounds(calls: dict[str, Callable[[], Any]], device: str, rounds: int) 
     for _ in range(rounds):
         random.shuffle(order)
         for name in order:
-            start = time.perf_counter()
+            spent = 0.0
             for _ in range(per_round):
-                calls[name]()
-            synchronize(device)
-            times[name].append((time.perf_counter() - start) * 1e3 / per_round)
+                given = inputs()
+                synchronize(device)  # the inputs' own work is done before the clock starts
+                start = time.perf_counter()
+                calls[name](given)
+                synchronize(device)
+                spent += time.perf_counter() - start
+            times[name].append(spent * 1e3 / per_round)
     return times
 
 
-def timed(before: Callable[[], Any], after: Callable[[], Any], device: str, rounds: int) -> dict[str, Any]:
-    times = timed_rounds({"before": before, "after": after}, device, rounds)
+def timed(
+    before: Callable[[list[Any]], Any], after: Callable[[list[Any]], Any], device: str, rounds: int,
+    inputs: Callable[[], list[Any]],
+) -> dict[str, Any]:  # fmt: skip
+    times = timed_rounds({"before": before, "after": after}, device, rounds, inputs)
     median_before, median_after = statistics.median(times["before"]), statistics.median(times["after"])
     return {"before_ms": median_before, "after_ms": median_after, "speedup": median_before / median_after,
             "interval": speedup_interval(times["before"], times["after"]), "rounds": len(times["before"])}  # fmt: skip
@@ -209,23 +223,62 @@ def moved_on(args: list[Any]) -> list[Any]:
     return args
 
 
-def inference(model: nn.Module, args: list[Any]) -> Callable[[], Any]:
-    def call() -> Any:
+class Varied:
+    """Timed inputs for a caller with no input specs to draw from (`check`'s `draw`, which the worker gives, draws
+    every timed call anew): copies of the check's inputs, a value of each tensor (and its mirror in a symmetric
+    matrix) swapped with a fresh sample's before every call, at a place drawn in secret. On identical values call
+    after call, a kernel that remembers its answer by a checksum of every value (right for any input) or by a few
+    values at the same address had every timed call after the first free (51x and 170x reported for a 1x linear:
+    tests/candidates/redteam20/); here the checksum never hits, and a partial key is `changed_in_place_differs`'s to
+    fail. With no fresh sample of the same shapes the values stay (the version counter still moves on). A kernel
+    that diffs its input against one it kept and updates that answer still gains here (17.5x:
+    incremental_memo_apply.py); only a fresh draw leaves it nothing to start from."""
+
+    def __init__(self, args: list[Any], other: list[Any] | None) -> None:
+        self.args = [a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
+                     for a in args]  # fmt: skip
+        self.random = random.Random(secrets.randbits(64))
+        self.swaps: list[tuple[torch.Tensor, torch.Tensor, int | None]] = []
+        for arg, fresh in zip(self.args, other or [None] * len(args), strict=True):
+            if (isinstance(arg, torch.Tensor) and isinstance(fresh, torch.Tensor) and arg.numel()
+                    and arg.is_contiguous() and not arg.is_complex() and fresh.shape == arg.shape
+                    and fresh.dtype == arg.dtype):  # fmt: skip
+                side = arg.shape[0] if is_symmetric(arg.detach(), fresh) else None
+                alternative = fresh.detach().to(arg.device).reshape(-1).clone()
+                self.swaps.append((arg.detach().view(-1), alternative, side))
+
+    def __call__(self) -> list[Any]:
         with torch.no_grad():
-            return model(*moved_on(args))
+            for flat, alternative, side in self.swaps:
+                place = self.random.randrange(flat.numel())
+                places = {place} if side is None else {place, (place % side) * side + place // side}
+                for at in places:
+                    here, there = flat[at : at + 1], alternative[at : at + 1]
+                    kept = here.clone()
+                    here.copy_(there)
+                    there.copy_(kept)
+        return moved_on(self.args)
+
+
+def inference(model: nn.Module) -> Callable[[list[Any]], Any]:
+    def call(args: list[Any]) -> Any:
+        with torch.no_grad():
+            return model(*args)
 
     return call
 
 
-def training_step(model: nn.Module, args: list[Any], weights: list[torch.Tensor]) -> Callable[[], Any]:
-    return lambda: gradients(model, moved_on(args), weights)
+def training_step(model: nn.Module, weights: list[torch.Tensor]) -> Callable[[list[Any]], Any]:
+    return lambda args: gradients(model, args, weights)
 
 
 def check(
     model: nn.Module, args: list[Any], helper_path: Path, device: str, options: dict[str, Any],
-    fresh: Sequence[tuple[str, list[Any]]] = (),
+    fresh: Sequence[tuple[str, list[Any]]] = (), draw: Callable[[], list[Any]] | None = None,
 ) -> dict:  # fmt: skip
-    """`fresh`: other inputs (new values, another batch size) the gradients are compared on too."""
+    """`fresh`: other inputs (new values, another batch size) the outputs and gradients are compared on too. `draw`:
+    a new sample of the check's inputs (from their specs) for each timed call; without it (a caller with no specs),
+    `Varied` swaps a value of the check's own before each call."""
     helper = import_helper(helper_path)
     helper.MODES = MODES  # the kernel in every mode while it is checked: what it is used in is decided here
     after, swapped, left = install(helper, model)
@@ -240,7 +293,10 @@ def check(
     result: dict[str, Any] = {"swapped": swapped, "left": left, "max_abs_diff": difference}
     if why:
         return {**result, "passed": False, "message": f"outputs differ: {why}"}
-    why, fresh = fresh_outputs(model, after, args, fresh, result, rtol, atol)
+    other = same_shaped(args, fresh)
+    why = changed_in_place_differs(model, after, args, other, rtol, atol)
+    if not why:
+        why, fresh = fresh_outputs(model, after, args, fresh, result, rtol, atol)
     if why:
         return {**result, "passed": False, "message": f"outputs differ: {why}"}
     result["modes"], other_mode = proven_modes(model, after, args, rtol, atol)
@@ -252,13 +308,66 @@ def check(
         result["training"] = training
         if why:
             return {**result, "passed": False, "message": why}
-    result.update(timed(inference(model, args), inference(after, args), device, rounds))
+    inputs = draw if draw is not None else Varied(args, other)
+    result.update(timed(inference(model), inference(after), device, rounds, inputs))
     if "training" in result:
         weights = loss_weights(expected)
-        step = timed(training_step(copy.deepcopy(model), args, weights),
-                     training_step(copy.deepcopy(after), args, weights), device, rounds)  # fmt: skip
+        step = timed(training_step(copy.deepcopy(model), weights), training_step(copy.deepcopy(after), weights),
+                     device, rounds, inputs)  # fmt: skip
         result["training"]["step"] = step
     return {**result, "passed": True, "message": "outputs match"}
+
+
+CHANGED_IN_PLACE = "the check's inputs with a few values changed in place"
+
+
+def same_shaped(args: list[Any], fresh: Sequence[tuple[str, list[Any]]]) -> list[Any] | None:
+    """The first fresh inputs whose tensors have the check's shapes and dtypes (new values), or None."""
+
+    def kinds(values: list[Any]) -> list[Any]:
+        return [(tuple(v.shape), v.dtype) if isinstance(v, torch.Tensor) else None for v in values]
+
+    return next((inputs for _, inputs in fresh if kinds(inputs) == kinds(args)), None)
+
+
+def changed_in_place_differs(
+    model: nn.Module, after: nn.Module, args: list[Any], other: list[Any] | None, rtol: float | None,
+    atol: float | None,
+) -> str | None:  # fmt: skip
+    """Why the model with the kernel differs from the model on the check's own tensors (the objects the kernel was
+    just called on, at the same addresses) after a few of their values were taken from `other` in place, as eval's
+    near-duplicate trials take them; None when it does not, or nothing varies. Compared only on inputs that differed
+    everywhere, a kernel remembering its answer by the address and a few values passed (and every timed call was a
+    hit): tests/candidates/redteam20/sampled_memo_apply.py. The values are put back after."""
+    with torch.no_grad():
+        changed = near_duplicate(args, other, secrets.randbits(62)) if other is not None else None
+    if changed is None:
+        return None
+    kept = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
+
+    def put(values: list[Any]) -> None:
+        with torch.no_grad():
+            for arg, value in zip(args, values, strict=True):
+                if isinstance(arg, torch.Tensor):
+                    arg.copy_(value)
+
+    put(changed)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(OTHER_MODE_SEED)
+            try:
+                expected = model_output(model, args)
+            except UserModelError:
+                return None  # the model itself does not take it (a structure the few values broke)
+            torch.manual_seed(OTHER_MODE_SEED)
+            try:
+                got = run_forward(after, args)
+            except UserModelError as exc:
+                return f"on {CHANGED_IN_PLACE} the model with it fails: {exc}"
+    finally:
+        put(kept)
+    why = compare(expected, got, rtol, atol)[0]
+    return f"{why} (on {CHANGED_IN_PLACE})" if why else None
 
 
 def fresh_outputs(

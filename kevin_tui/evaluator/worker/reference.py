@@ -20,7 +20,7 @@ from kevin_tui.evaluator.protocol import OUTPUT_FILE_SLACK, compile_baseline_on
 from kevin_tui.evaluator.worker import common, tensorfile
 from kevin_tui.evaluator.worker.capture import aliases, leaves, model_tensors, no_modes, snapshot
 from kevin_tui.evaluator.worker.channel import Channel
-from kevin_tui.evaluator.worker.inputs import TimedInputs, sample, trial_inputs
+from kevin_tui.evaluator.worker.inputs import TimedInputs, near_duplicate, sample, trial_inputs
 from kevin_tui.evaluator.worker.judge import judge_trial, tolerance_share, typed_numbers, widest_float
 from kevin_tui.evaluator.worker.tensorfile import TensorFileError
 from kevin_tui.evaluator.worker.timing_loop import Timer
@@ -277,18 +277,30 @@ class Reference:
     def changed(self, command: dict[str, Any]) -> None:
         """A trial on the first trial's input objects after their values change in place, with the parameters
         changed too (what an optimizer step does): new values from a fresh sample and a freshly initialised
-        Model, the expected output computed with them, both written for the candidate."""
+        Model, the expected output computed with them, both written for the candidate. With `few`, only a few input
+        values change (as a near-duplicate trial's) and no parameter: a kernel remembering its answer by the
+        tensor's address and a few of its values (or the parameters' versions) answers stale there, where every
+        value changing, or the parameters, made it miss (tests/candidates/redteam20/address_memo_eval.py)."""
         from torch.func import functional_call
 
         fresh = sample(self.module.get_inputs, command["seed"])
+        few = command.get("few") is True
+        if few:
+            near = near_duplicate(self.first_args, fresh, command["seed"])
+            if near is None:
+                self.channel.emit("changed_ready", path="", index=-1, reason="no input varies between samples")
+                return
+            fresh = near
         args = [
             new if isinstance(old, torch.Tensor) and type(new) is torch.Tensor and new.shape == old.shape
             and new.dtype == old.dtype else old
             for old, new in zip(self.first_args, fresh, strict=True)
         ]  # fmt: skip
-        other = common.seeded(command["seed"], lambda: self.module.Model(*self.init_inputs)).to(self.device)
-        # as the model's own parameters are (a problem may differentiate with respect to them: a backward problem)
-        params = {name: p.detach().requires_grad_(p.requires_grad) for name, p in other.named_parameters()}
+        params: dict[str, Any] = {}  # with `few`, functional_call runs the reference's own
+        if not few:
+            other = common.seeded(command["seed"], lambda: self.module.Model(*self.init_inputs)).to(self.device)
+            # as the model's own parameters are (a problem may differentiate with respect to them: a backward problem)
+            params = {name: p.detach().requires_grad_(p.requires_grad) for name, p in other.named_parameters()}
         on_device = tuple(common.to_device(args, self.device))
         try:
             with torch.no_grad(), no_modes():
@@ -298,7 +310,7 @@ class Reference:
             self.channel.emit("changed_ready", path="", index=-1, reason=_bounded(f"{type(exc).__name__}: {exc}"))
             return
         common.synchronize(self.device)
-        path = self.outbox / f"eval-{command['eval']}-changed.kt"
+        path = self.outbox / f"eval-{command['eval']}-changed{'-few' if few else ''}.kt"
         self.changed_inputs = (args, params)
         tensorfile.write(path, [args, [[name, value] for name, value in params.items()]])
         outputs = self.outputs.setdefault(command["eval"], [])

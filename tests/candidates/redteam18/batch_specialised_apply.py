@@ -12,7 +12,7 @@ Written here with the few names `apply --check` asks of the helper it generates 
 (3) GOT before the fix: passed True, "outputs match" (tests/test_redteam18.py); after: passed False, "outputs differ:
     output: ... values outside tolerance ... (on batch size 1024)".
 (4) Weakness: the forward was compared where the kernel's author knew the shapes. It is now compared on every fresh
-    input too (`kevin_tui/usermodel/check.py::fresh_outputs_differ`); a kernel that refuses another shape (raises)
+    input too (`kevin_tui/usermodel/check.py::fresh_outputs`); a kernel that refuses another shape (raises)
     is listed as not compared there, as for gradients.
 """
 
