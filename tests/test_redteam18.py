@@ -128,7 +128,9 @@ def test_an_honest_float_output_summed_in_another_order_passes_apply_check():
 
     model, args = _float_total_model()
     fresh = [("new values", [torch.randint(0, 4096, (512,))]), ("batch size 1024", [torch.randint(0, 4096, (1024,))])]
-    result = check(model, args, HERE / "honest_float_total_apply.py", "cpu", {"rounds": 2}, fresh)
+    result = check(
+        model, args, HERE / "honest_float_total_apply.py", "cpu", {"rounds": 2}, fresh, draw=lambda: list(args)
+    )
     assert result["passed"], result["message"]
     assert 0 < result["max_abs_diff"] < 1e-3 and result["modes"] == ["train", "eval"]
     assert "fresh_skipped" not in result
@@ -193,9 +195,13 @@ def test_a_kernel_right_only_at_the_checks_batch_size_fails_apply_check():
     from kevin_tui.usermodel.check import check
 
     _, model, args, fresh = _batch_specialised()
-    result = check(model, args, HERE / "batch_specialised_apply.py", "cpu", {"rounds": 2}, fresh)
+    result = check(
+        model, args, HERE / "batch_specialised_apply.py", "cpu", {"rounds": 2}, fresh, draw=lambda: list(args)
+    )
     assert not result["passed"] and "(on batch size 1024)" in result["message"], result["message"]
-    assert check(model, args, HERE / "batch_specialised_apply.py", "cpu", {"rounds": 2}, fresh[:1])["passed"]
+    assert check(
+        model, args, HERE / "batch_specialised_apply.py", "cpu", {"rounds": 2}, fresh[:1], draw=lambda: list(args)
+    )["passed"]
 
 
 def test_a_kernel_that_refuses_another_batch_size_is_listed_not_failed(monkeypatch):
@@ -210,7 +216,9 @@ def test_a_kernel_that_refuses_another_batch_size_is_listed_not_failed(monkeypat
 
     monkeypatch.setattr(module.ModelNew, "forward", loud)
     monkeypatch.setattr("kevin_tui.usermodel.check.import_helper", lambda path: module)
-    result = check(model, args, HERE / "batch_specialised_apply.py", "cpu", {"rounds": 2}, fresh)
+    result = check(
+        model, args, HERE / "batch_specialised_apply.py", "cpu", {"rounds": 2}, fresh, draw=lambda: list(args)
+    )
     assert result["passed"], result["message"]
     (skipped,) = result["fresh_skipped"]
     assert skipped.startswith("batch size 1024: the kernel does not take it") and "takes 512 rows" in skipped

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from kevin_tui.evaluator.worker.common import import_file
-from kevin_tui.evaluator.worker.inputs import is_symmetric, near_duplicate
+from kevin_tui.evaluator.worker.inputs import near_duplicate
 from kevin_tui.evaluator.worker.judge import compare_number, tolerance_for, typed_numbers, widest_float
 from kevin_tui.usermodel.loader import UserModelError, run_forward, where
 from kevin_tui.usermodel.profiling import synchronize
@@ -210,56 +210,6 @@ def timed(
             "interval": speedup_interval(times["before"], times["after"]), "rounds": len(times["before"])}  # fmt: skip
 
 
-def moved_on(args: list[Any]) -> list[Any]:
-    """`args` with each tensor's version counter moved on (O(1), no value touched): timed calls run on the same
-    tensors call after call, so a kernel that returns its last answer for the same tensor at the same version
-    (always right, never a hit in eval's fresh inputs) had every timed call after the first free (576x reported
-    for a 1x linear: tests/candidates/redteam16/memo_by_identity_apply_speedup.py)."""
-    from torch.autograd.graph import increment_version
-
-    for arg in args:
-        if isinstance(arg, torch.Tensor):
-            increment_version(arg)
-    return args
-
-
-class Varied:
-    """Timed inputs for a caller with no input specs to draw from (`check`'s `draw`, which the worker gives, draws
-    every timed call anew): copies of the check's inputs, a value of each tensor (and its mirror in a symmetric
-    matrix) swapped with a fresh sample's before every call, at a place drawn in secret. On identical values call
-    after call, a kernel that remembers its answer by a checksum of every value (right for any input) or by a few
-    values at the same address had every timed call after the first free (51x and 170x reported for a 1x linear:
-    tests/candidates/redteam20/); here the checksum never hits, and a partial key is `changed_in_place_differs`'s to
-    fail. With no fresh sample of the same shapes the values stay (the version counter still moves on). A kernel
-    that diffs its input against one it kept and updates that answer still gains here (17.5x:
-    incremental_memo_apply.py); only a fresh draw leaves it nothing to start from."""
-
-    def __init__(self, args: list[Any], other: list[Any] | None) -> None:
-        self.args = [a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
-                     for a in args]  # fmt: skip
-        self.random = random.Random(secrets.randbits(64))
-        self.swaps: list[tuple[torch.Tensor, torch.Tensor, int | None]] = []
-        for arg, fresh in zip(self.args, other or [None] * len(args), strict=True):
-            if (isinstance(arg, torch.Tensor) and isinstance(fresh, torch.Tensor) and arg.numel()
-                    and arg.is_contiguous() and not arg.is_complex() and fresh.shape == arg.shape
-                    and fresh.dtype == arg.dtype):  # fmt: skip
-                side = arg.shape[0] if is_symmetric(arg.detach(), fresh) else None
-                alternative = fresh.detach().to(arg.device).reshape(-1).clone()
-                self.swaps.append((arg.detach().view(-1), alternative, side))
-
-    def __call__(self) -> list[Any]:
-        with torch.no_grad():
-            for flat, alternative, side in self.swaps:
-                place = self.random.randrange(flat.numel())
-                places = {place} if side is None else {place, (place % side) * side + place // side}
-                for at in places:
-                    here, there = flat[at : at + 1], alternative[at : at + 1]
-                    kept = here.clone()
-                    here.copy_(there)
-                    there.copy_(kept)
-        return moved_on(self.args)
-
-
 def inference(model: nn.Module) -> Callable[[list[Any]], Any]:
     def call(args: list[Any]) -> Any:
         with torch.no_grad():
@@ -274,11 +224,10 @@ def training_step(model: nn.Module, weights: list[torch.Tensor]) -> Callable[[li
 
 def check(
     model: nn.Module, args: list[Any], helper_path: Path, device: str, options: dict[str, Any],
-    fresh: Sequence[tuple[str, list[Any]]] = (), draw: Callable[[], list[Any]] | None = None,
+    fresh: Sequence[tuple[str, list[Any]]] = (), *, draw: Callable[[], list[Any]],
 ) -> dict:  # fmt: skip
     """`fresh`: other inputs (new values, another batch size) the outputs and gradients are compared on too. `draw`:
-    a new sample of the check's inputs (from their specs) for each timed call; without it (a caller with no specs),
-    `Varied` swaps a value of the check's own before each call."""
+    a new sample of the check's inputs (from their specs: usermodel/worker.py `sampler`) for each timed call."""
     helper = import_helper(helper_path)
     helper.MODES = MODES  # the kernel in every mode while it is checked: what it is used in is decided here
     after, swapped, left = install(helper, model)
@@ -308,12 +257,11 @@ def check(
         result["training"] = training
         if why:
             return {**result, "passed": False, "message": why}
-    inputs = draw if draw is not None else Varied(args, other)
-    result.update(timed(inference(model), inference(after), device, rounds, inputs))
+    result.update(timed(inference(model), inference(after), device, rounds, draw))
     if "training" in result:
         weights = loss_weights(expected)
         step = timed(training_step(copy.deepcopy(model), weights), training_step(copy.deepcopy(after), weights),
-                     device, rounds, inputs)  # fmt: skip
+                     device, rounds, draw)  # fmt: skip
         result["training"]["step"] = step
     return {**result, "passed": True, "message": "outputs match"}
 

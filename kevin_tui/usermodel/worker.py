@@ -250,7 +250,7 @@ def command_check(request: dict[str, Any]) -> dict[str, Any]:
     loaded = load_model(request)
     fresh = fresh_inputs(loaded.specs, loaded.device)
     return {"device": loaded.device, **check(loaded.module, loaded.args, Path(request["helper"]), loaded.device,
-                                             request, fresh, sampler(loaded.specs, loaded.device))}  # fmt: skip
+                                             request, fresh, draw=sampler(loaded.specs, loaded.device))}  # fmt: skip
 
 
 COMMANDS = {"problem": command_problem, "profile": command_profile, "check": command_check}

@@ -34,7 +34,7 @@ def _varying(base: Any, fresh: Any) -> Any | None:
     return index if index.numel() else None
 
 
-def is_symmetric(*tensors: Any) -> bool:
+def _is_symmetric(*tensors: Any) -> bool:
     import torch
 
     return all(t.dim() == 2 and t.shape[0] == t.shape[1] and torch.equal(t, t.T) for t in tensors)
@@ -47,7 +47,7 @@ class Mixer:
         self.index = _varying(base, fresh)
         if self.index is None:
             return
-        self.side = base.shape[0] if is_symmetric(base, fresh) else None
+        self.side = base.shape[0] if _is_symmetric(base, fresh) else None
         self.count = min(MAX_POSITIONS, max(1, int(self.index.numel() * NEAR_DUPLICATE_FRACTION)))
         self.base = base.reshape(-1)
         self.fresh = fresh.reshape(-1)
