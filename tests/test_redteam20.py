@@ -205,3 +205,23 @@ def test_an_honest_retry_keeps_the_lower_speedup_over_compile_whichever_it_is(mo
     verdict = _retried(monkeypatch, _timed(2.1, 2.5), _timed(1.9, 1.6))
     assert verdict.speedup == 1.9 and verdict.speedup_compile == 1.6 and "remeasured" not in verdict.evidence
     assert _retried(monkeypatch, _timed(2.1, None), _timed(1.9, 1.6)).speedup_compile == 1.6
+
+
+def test_the_calls_of_a_round_are_counted_with_their_draws():
+    """A draw per timed call is outside the clock but not outside the wait: a fast kernel whose inputs take 5 ms to
+    draw makes at most ROUND_S / 5 ms calls a round (by the call's time alone, 50,000 draws a round)."""
+    import time
+
+    from kevin_tui.usermodel.check import ROUND_S, timed_rounds
+
+    draws = 0
+
+    def slow_draw() -> list:
+        nonlocal draws
+        draws += 1
+        time.sleep(0.005)
+        return [torch.zeros(1)]
+
+    times = timed_rounds({"before": lambda args: args[0], "after": lambda args: args[0]}, "cpu", 2, slow_draw)
+    assert [len(t) for t in times.values()] == [2, 2]
+    assert draws <= 3 + 2 * 2 * int(ROUND_S / 0.005), draws  # the warm-ups and the count's own, then two rounds
