@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
@@ -32,3 +34,56 @@ def test_a_float64_problem_computed_in_float32_is_lower_precision(float64_proble
     assert precision is not None and precision["reference"] == 0
     assert ("lower_precision" in {w.code for w in verdict.warnings}) is flagged, precision
     assert (precision["candidate"] > 0.1) is flagged
+
+
+def _driver_says(tmp_path: Path, tool: str, script: str, source: str, *command: str) -> str:
+    """What a real compiler driver prints for `command` on `source` (name, newline, text) when its `tool` (ld, or
+    nvcc's host compiler) is a script, as torch's build log shows it."""
+    import subprocess
+
+    fake = tmp_path / "fake"
+    fake.mkdir(exist_ok=True)
+    (fake / tool).write_text(f"#!/bin/sh\n{script}\n")
+    (fake / tool).chmod(0o755)
+    name, text = source.split("\n", 1)
+    (tmp_path / name).write_text(text)
+    done = subprocess.run([*command, name], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    return done.stdout + done.stderr + "\nninja: build stopped: subcommand failed.\n"
+
+
+PROGRAM = "m.cpp\nint main() { return 0; }\n"
+LINKER = [
+    "kill -9 $$",
+    'ulimit -f 1; exec /usr/bin/ld "$@"',
+    "echo 'ld: cannot open output file m: Disk quota exceeded' >&2; exit 1",
+]
+
+
+def test_a_tool_killed_by_a_signal_or_an_os_error_is_no_remembered_compiler_error(tmp_path):
+    """A linker killed (the out-of-memory killer, a file-size limit) printed "collect2: fatal error: ld terminated
+    with signal 9 [Killed]", which none of the unstable markers named: remembered as the compiler's own error, the
+    same honest build failed at once ever after, though it would build with the memory back. Every signal and
+    every errno text is the machine's state now; the compiler's own errors (real g++) are still remembered."""
+    import shutil
+
+    from kevin_tui.evaluator.host.failed_builds import deterministic
+
+    link = ["g++", f"-B{tmp_path}/fake", "-o", "m"]
+    killed = [_driver_says(tmp_path, "ld", script, PROGRAM, *link) for script in LINKER]
+    assert "ld terminated with signal 9 [Killed]" in killed[0] and "signal 25" in killed[1], killed
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if Path(nvcc).exists():
+        cuda = "k.cu\n__global__ void k() {}\n"
+        said = _driver_says(tmp_path, "g++", "kill -9 $$", cuda, nvcc, "-ccbin", f"{tmp_path}/fake/g++", "-c")
+        assert "died due to signal 9" in said, said
+        killed.append(said)
+    assert not any(deterministic(log) for log in killed), killed
+    errors = [
+        "e1.cpp\nint f() { return undeclared_name; }\n",
+        'e2.cpp\nstatic_assert(sizeof(int) == 3, "no");\n',
+        "e3.cpp\n#error the kernel needs sm_90\n",
+        "e4.cpp\nint main() { return undefined_function(); }\n",  # a link error: ld's own, remembered
+    ]
+    for source in errors:
+        log = _driver_says(tmp_path, "unused", "", source, "g++", "-o", "e")
+        assert "error" in log and deterministic(log), log
