@@ -87,3 +87,43 @@ def test_a_tool_killed_by_a_signal_or_an_os_error_is_no_remembered_compiler_erro
     for source in errors:
         log = _driver_says(tmp_path, "unused", "", source, "g++", "-o", "e")
         assert "error" in log and deterministic(log), log
+
+
+@pytest.fixture(scope="module")
+def relu(relu_problem, build_cache):
+    """One evaluator on ReLU, untimed."""
+    options = EvalOptions(device="cpu", timing=False, shapes="off", profile=False, cache_dir=build_cache)
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
+        yield evaluator
+
+
+@pytest.mark.parametrize(
+    ("name", "status"),
+    [
+        ("files_without_the_torch_include", Status.COMPILE_ERROR),
+        ("honest_files_with_the_torch_include", Status.CORRECT),
+    ],
+)
+def test_the_precompiled_header_never_makes_a_file_build_that_does_not(relu, name, status):
+    """files_without_the_torch_include.py: its file never includes torch/extension.h, and was `correct` because the
+    builder's `-include` of the cached header declared torch for it (a compile error where no header was cached,
+    and that failure remembered by a key that does not say which). A file gets the header only where it starts by
+    including torch/extension.h itself; one that does is built as before."""
+    verdict = relu.evaluate((HERE / f"{name}.py").read_text())
+    assert verdict.status is status, verdict.message
+    if status is Status.COMPILE_ERROR:
+        assert "torch" in verdict.message and "does not name a type" in verdict.message, verdict.message
+
+
+def test_only_a_file_that_includes_torch_first_gets_the_header_and_every_other_key_stays():
+    """The header goes where the file's own first line would include it anyway (comments and blank lines before
+    it allowed); a load_inline build (its sources start with that line) and such a file keep their keys."""
+    from kevin_tui.evaluator.host.builds import header_fits
+
+    def files(*texts: str) -> dict:
+        return {"kind": "files", "sources": [[f"f{i}.cpp", t] for i, t in enumerate(texts)] + [["k.cu", "x"]]}
+
+    assert header_fits({"kind": "inline", "sources": []})
+    assert header_fits(files("#include <torch/extension.h>\n", '// a\n/* b\n */\n # include "torch/extension.h"'))
+    for text in ("torch::Tensor f();", "#define NDEBUG\n#include <torch/extension.h>", "#include <vector>\n"):
+        assert not header_fits(files("#include <torch/extension.h>", text)), text
