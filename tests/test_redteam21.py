@@ -36,6 +36,49 @@ def test_a_float64_problem_computed_in_float32_is_lower_precision(float64_proble
     assert (precision["candidate"] > 0.1) is flagged
 
 
+@pytest.fixture(scope="module")
+def complex_problem(build_cache):
+    """One evaluator on tests/problems/complex_product.py, untimed."""
+    options = EvalOptions(device="cpu", timing=False, shapes="off", profile=False, cache_dir=build_cache)
+    with Evaluator(load_problem(PROBLEMS / "complex_product.py"), options, prespawn=False) as evaluator:
+        yield evaluator
+
+
+@pytest.mark.parametrize(("name", "flagged"), [("complex_output_narrowed", True), ("honest_complex_output", False)])
+def test_a_complex_output_computed_narrower_is_lower_precision(complex_problem, name, flagged):
+    """complex_output_narrowed.py: a complex64 product of inputs cut to 17 bits passed the judge (part by part
+    inside 1e-4) with no precision evidence (complex outputs were skipped); its parts are measured now, 0.22 of
+    the tolerance where the reference uses 0.002. The product written out in float32 uses what the reference does."""
+    verdict = complex_problem.evaluate((HERE / f"{name}.py").read_text())
+    assert verdict.status is Status.CORRECT, verdict.message
+    precision = verdict.evidence.get("precision")
+    assert precision is not None, "no precision evidence for a complex output"
+    assert ("lower_precision" in {w.code for w in verdict.warnings}) is flagged, precision
+
+
+WRONG_COMPLEX_SUM = """
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, a):
+        return torch.view_as_complex(a.double().sum(1)).to(torch.complex64) + 0.05
+"""
+
+
+def test_a_complex_output_more_exact_than_the_reference_passes_and_a_wrong_one_fails(build_cache):
+    """honest_complex_exact_sum.py: exact row sums where float32 rounds (z + 1e4) - 1e4 by ~0.02 were `incorrect`
+    (50 of 128 values outside tolerance): the float64 fallback judged real tensors only. Part by part now, and
+    0.05 off the exact sums is still outside the reference's own error."""
+    options = EvalOptions(device="cpu", timing=False, shapes="off", profile=False, cache_dir=build_cache)
+    with Evaluator(load_problem(PROBLEMS / "complex_rounded_sum.py"), options, prespawn=False) as evaluator:
+        honest = evaluator.evaluate((HERE / "honest_complex_exact_sum.py").read_text())
+        wrong = evaluator.evaluate(WRONG_COMPLEX_SUM)
+    assert honest.status is Status.CORRECT, honest.message
+    assert wrong.status is Status.INCORRECT, wrong.message
+
+
 def _driver_says(tmp_path: Path, tool: str, script: str, source: str, *command: str) -> str:
     """What a real compiler driver prints for `command` on `source` (name, newline, text) when its `tool` (ld, or
     nvcc's host compiler) is a script, as torch's build log shows it."""
