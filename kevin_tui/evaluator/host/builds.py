@@ -309,6 +309,21 @@ def _identity_or_none(path: Path) -> list[int] | None:
         return None
 
 
+# A C++ file `load` builds gets the precompiled header (`-include`, before its first line) only where its first line
+# includes torch/extension.h anyway (load_inline's sources always do: it prepends that line): elsewhere the header
+# would declare torch for a file that never includes it, or come before the macros it sets first, so that it built
+# with a header in the cache and not without (tests/candidates/redteam21/files_without_the_torch_include.py).
+TORCH_FIRST = re.compile(r"(?:\s|//[^\n]*|/\*.*?\*/)*#[ \t]*include[ \t]*[<\"]torch/extension\.h[>\"]", re.DOTALL)
+CUDA_SUFFIXES = (".cu", ".cuh")  # nvcc's compile lines never get the header
+
+
+def header_fits(spec: dict[str, Any]) -> bool:
+    """Whether the precompiled header may come first in this build's C++ compiles without changing what they do."""
+    return spec["kind"] != "files" or all(
+        TORCH_FIRST.match(text) for name, text in spec["sources"] if not name.endswith(CUDA_SUFFIXES)
+    )
+
+
 class BuildBroker:
     def __init__(self, root: Path, sandbox: Sandbox, env: dict[str, str], limits: Limits, scratch: Path) -> None:
         self.root = root
@@ -326,6 +341,8 @@ class BuildBroker:
 
     def key(self, spec: dict[str, Any], versions: dict[str, Any]) -> str:
         payload = {**spec, **versions, "arch": self.env.get("TORCH_CUDA_ARCH_LIST", ""), "python": sys.version_info[:2]}
+        if not header_fits(spec):  # not what a build with the header made before (or its remembered failure)
+            payload["no_header"] = True
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
     def verify(self, directory: Path, name: str) -> dict[str, Any] | None:
@@ -398,6 +415,8 @@ class BuildBroker:
         trusted step (no candidate source; only its own fresh directory writable); '' for none. The step's
         answer for flags seen before is remembered while its header still matches the host's record."""
         if spec["no_implicit_headers"] and spec["kind"] != "files":
+            return ""
+        if not header_fits(spec):
             return ""
         flags = json.dumps([spec["extra_cflags"], spec["extra_include_paths"]])
         asked = (str(self.pch_store), json.dumps(self.env, sort_keys=True), self.sandbox.kind, flags)

@@ -10,16 +10,25 @@ no sandbox writes.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import shutil
+import signal
 from pathlib import Path
 from typing import Any
 
 COMPILER_FAILED = "ninja: build stopped"  # what torch's build says when a compile or link step failed
-UNSTABLE = ("No such file or directory", "cannot find -l", "Killed signal", "internal compiler error",
-            "out of memory", "virtual memory exhausted", "Cannot allocate memory", "No space left on device",
-            "Segmentation fault", "terminated by signal")  # fmt: skip
+# The machine's state, not the sources: a missing library, a compiler's own crash, memory running out, and every
+# text the operating system gives an error (errno: a full disk, a process limit, a file the user may add) or a
+# signal (a tool killed by the out-of-memory killer or a file-size limit: gcc's "ld terminated with signal 9
+# [Killed]", nvcc's "'cicc' died due to signal 9 (Kill signal)"). Forgetting costs a build; remembering one of
+# these hid a build that would succeed (tests/test_redteam21.py).
+UNSTABLE = ("cannot find -l", "internal compiler error", "out of memory", "virtual memory exhausted",
+            *sorted({os.strerror(number) for number in errno.errorcode}),
+            *sorted({signal.strsignal(number) or "" for number in signal.valid_signals()} - {""}))  # fmt: skip
+SIGNALLED = re.compile(r"\bsignal\b", re.IGNORECASE)  # "died due to signal 9", "terminated with signal", "signal 11"
 KEPT = ("log", "message", "headers", "prelude_lines")
 
 
@@ -40,7 +49,7 @@ def toolchain(env: dict[str, str]) -> list[Any]:
 
 def deterministic(log: str) -> bool:
     """The compiler's own errors, which the same inputs give again."""
-    return COMPILER_FAILED in log and not any(marker in log for marker in UNSTABLE)
+    return COMPILER_FAILED in log and not any(marker in log for marker in UNSTABLE) and not SIGNALLED.search(log)
 
 
 class FailedBuilds:

@@ -268,10 +268,16 @@ def disagreement(ref: Any, a: Any, b: Any, atol: float | None, rtol: float | Non
 
 def tolerance_share(ref64: Any, got: Any, dtype_of: Any, atol: float | None, rtol: float | None) -> float | None:
     """The largest error of `got` against a float64 reference, as a share of the tolerance its dtype allows
-    (`dtype_of`: the float32 reference, whose dtypes set the tolerance); None when nothing is comparable."""
+    (`dtype_of`: the float32 reference, whose dtypes set the tolerance); None when nothing is comparable. A float64
+    output is measured too, against the reference itself (its own share 0): a kernel computing a float64 problem in
+    float32 stays inside float64's 1e-7 where it rounds once, and only here is it seen
+    (tests/candidates/redteam21/float64_problem_in_float32.py). A complex output is measured part by part, as the
+    judge compares it (complex_output_narrowed.py: unmeasured, a product of inputs cut to 17 bits got no warning)."""
     shares = []
     for r64, x, r in _leaf_pairs(ref64, got, dtype_of):
-        if not r.is_floating_point() or r.dtype == torch.float64 or r64.shape != x.shape:
+        if r.is_complex() and r64.is_complex() and x.is_complex():
+            r64, x, r = (torch.view_as_real(t.resolve_conj()) for t in (r64, x, r))
+        if not r.is_floating_point() or r64.shape != x.shape:
             continue
         atol_, rtol_ = tolerance_for(r.dtype, atol, rtol)
         r64, x = r64.to(torch.float64), x.to(r64.device, torch.float64)  # a candidate's output is read back on the CPU
@@ -303,7 +309,10 @@ def within_reference_error(r: torch.Tensor, r64: torch.Tensor, x: torch.Tensor, 
                            rtol: float | None) -> bool:  # fmt: skip
     """Whether every value of the float tensor `x` is as close to the float64 result `r64` as the tolerance plus
     the float32 reference `r`'s own error at that place allows: a kernel more exact than the reference (a float64
-    accumulator, another summation order over a long reduction) must not fail for the reference's rounding."""
+    accumulator, another summation order over a long reduction) must not fail for the reference's rounding. A
+    complex tensor part by part, as it is compared (tests/candidates/redteam21/honest_complex_exact_sum.py)."""
+    if r.is_complex() and r64.is_complex() and x.is_complex():
+        r, r64, x = (torch.view_as_real(t.resolve_conj()) for t in (r, r64, x))
     if not r.is_floating_point() or r.dtype == torch.float64 or not (r.shape == r64.shape == x.shape):
         return False
     atol_, rtol_ = tolerance_for(r.dtype, atol, rtol)
