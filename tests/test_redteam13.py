@@ -8,6 +8,7 @@ import copy
 import importlib.util
 import shutil
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
@@ -114,6 +115,25 @@ def test_elsewhere_names_a_pool_thread_beside_the_counted_call_and_nothing_when_
     finally:
         pool.shutdown()
     assert two == 2 and any("Python thread" in f for f in found), found
+
+
+def test_a_pool_thread_that_takes_the_ident_of_a_thread_gone_since_is_still_named():
+    """A thread's ident is an address, taken at once by the next thread started: a thread alive when the snapshot was
+    taken (the worker's own, or the test process's teardown threads in CI) and gone since hid the candidate's pool
+    thread that reused its ident, and the count's blind spot went unnamed."""
+    done = threading.Event()
+    earlier = threading.Thread(target=done.wait)
+    earlier.start()
+    watch = Elsewhere()
+    done.set()
+    earlier.join()
+    pool = ThreadPoolExecutor(1)
+    try:
+        two, found = watch.around(lambda: pool.submit(lambda: 2).result())
+        reused = any(t.ident == earlier.ident for t in threading.enumerate())
+    finally:
+        pool.shutdown()
+    assert two == 2 and any("Python thread" in f for f in found), (found, f"ident reused: {reused}")
 
 
 def test_a_replayed_answer_on_the_count_dispatches_nothing_no_more(strict):

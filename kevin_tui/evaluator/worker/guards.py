@@ -164,6 +164,14 @@ def _other_processes() -> set[int]:
     return {int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()} - {1, os.getpid()}
 
 
+def _python_threads() -> set[tuple[int, int | None]]:
+    """Every Python thread as its ident and, where threading knows it, its kernel id: an ident is an address, which a
+    thread started after another ended takes at once (a thread the worker had when the snapshot was taken, gone since,
+    hid the candidate's pool thread that took its ident); the kernel's ids are not reused so soon."""
+    native = {thread.ident: thread.native_id for thread in threading.enumerate()}
+    return {(ident, native.get(ident)) for ident in sys._current_frames()}
+
+
 class Elsewhere:
     """Where PyTorch could run beside a forward call unseen by the op count, a dispatch mode that sees only the
     thread it is entered on: Python threads of the candidate's (a pool started at import), other processes, and any
@@ -172,7 +180,7 @@ class Elsewhere:
     are known."""
 
     def __init__(self) -> None:
-        self.threads = set(sys._current_frames())
+        self.threads = _python_threads()
         self.processes = _other_processes()
 
     def around(self, call: Callable[[], T]) -> tuple[T, list[str]]:
@@ -182,7 +190,8 @@ class Elsewhere:
         found = []
         if before is not None and _last_pid() != before:
             found.append("a thread or process was started during the counted call")
-        if threads := set(sys._current_frames()) - self.threads - {threading.get_ident()}:
+        here = threading.get_ident()
+        if threads := {t for t in _python_threads() - self.threads if t[0] != here}:
             found.append(f"{len(threads)} Python thread(s) of the candidate's alive")
         if processes := _other_processes() - self.processes:
             found.append(f"{len(processes)} other process(es) alive beside the worker")
