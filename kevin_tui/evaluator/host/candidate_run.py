@@ -111,6 +111,17 @@ class OpenToolRun(Protocol):
     ) -> HostRun: ...
 
 
+# by `few`: the check's name, the judged trial's label, and what changed (in a stale result's verdict)
+IN_PLACE_TRIALS = {
+    False: ("inputs and parameters changed in place",
+            "the first trial's input objects after they and the model's parameters changed in place",
+            "its inputs/parameters"),
+    True: ("inputs changed in place (a few of their values)",
+           "the first trial's input objects after a few of their values changed in place",
+           "a few values of its inputs"),
+}  # fmt: skip
+
+
 @dataclass
 class HostRun:
     """The host's side of one candidate's run (the worker's side is worker/candidate.py's CandidateRun)."""
@@ -485,11 +496,7 @@ class HostRun:
             self.judge({"cmd": "judge", "eval": self.evaluation, "trial": index, "path": str(taken),
                         "precision": index == measured}, trial=index)  # fmt: skip
         self.changed_in_place()
-        if self.options.near_duplicates:  # else the problem's inputs are structured: a few values changed break them
-            self.changed_in_place(few=True)
-        else:
-            self.checks.append(Check("inputs changed in place (a few of their values)", True,
-                                     "skipped: --no-near-duplicates (inputs the problem never gives)"))  # fmt: skip
+        self.changed_in_place(few=True)
         self.checks.append(Check("inputs unchanged", True, "the reference changes them too"
                                  if self.reference.ready()["mutates_inputs"] else ""))  # fmt: skip
         self.checks.append(Check("no replaced torch/timing functions", True))
@@ -499,13 +506,16 @@ class HostRun:
         """The first trial's input objects again after their values, and the parameters, changed in place (as an
         optimizer step changes them): a kernel caching results or converted weights by identity or data_ptr fails.
         `few`: only a few input values changed, no parameter (a cache keyed on the address and part of the values,
-        or on the parameters' versions, missed when everything changed)."""
+        or on the parameters' versions, missed when everything changed); skipped under --no-near-duplicates, where
+        the problem's inputs are structured and a few values changed make inputs it never gives."""
+        name, label, changed = IN_PLACE_TRIALS[few]
+        if few and not self.options.near_duplicates:
+            self.checks.append(Check(name, True, "skipped: --no-near-duplicates (inputs the problem never gives)"))
+            return
         seed = self.seed + (13 if few else 11)
         ready = self.reference.ask({"cmd": "changed", "eval": self.evaluation, "seed": seed, "few": few},
                                    "changed_ready")  # fmt: skip
         index = ready["index"]
-        what = "a few of their values" if few else "inputs and parameters"
-        name = f"inputs changed in place ({what})" if few else "inputs and parameters changed in place"
         if index < 0:
             self.checks.append(Check(name, True, f"skipped: the reference cannot run the problem so "
                                      f"({ready['reason'][:200]})"))  # fmt: skip
@@ -514,13 +524,10 @@ class HostRun:
         self.worker.send({"cmd": "changed", "index": index, "inputs": str(given)})
         done = self.trial_done(index)
         taken = self.take_output(done["path"], f"out-{index}.kt", f"eval-{self.evaluation}-changed-{index}.kt")
-        label = (f"the first trial's input objects after {what} changed in place" if few else
-                 "the first trial's input objects after they and the model's parameters changed in place")  # fmt: skip
         try:
             self.judge({"cmd": "judge", "eval": self.evaluation, "trial": index, "path": str(taken), "label": label,
                         "runs": ["changed"]})  # fmt: skip
         except Decided as decided:
-            changed = "a few values of its inputs" if few else "its inputs/parameters"
             stale = f"returned a stale result after {changed} changed in place: {decided.verdict.message}"
             decided.verdict.message = stale
             raise
