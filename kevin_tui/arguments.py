@@ -121,7 +121,7 @@ def add_eval_options(parser: argparse.ArgumentParser, device_aliases: tuple[str,
         "--sandbox",
         choices=MODES,
         default="auto",
-        help="run workers in a sandbox: auto (bwrap, else unshare, else off with the reason shown), required, "
+        help="run workers in a sandbox: auto (unshare, else bwrap, else off with the reason shown), required, "
         "bwrap, unshare or off (default auto)",
     )
     parser.add_argument(

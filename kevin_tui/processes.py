@@ -8,6 +8,17 @@ import select
 import signal
 import subprocess
 import time
+from typing import Protocol
+
+
+class Child(Protocol):
+    """A started process as `subprocess.Popen` shows it (or a worker forked by the nursery)."""
+
+    pid: int
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
 
 
 def group_alive(pgid: int) -> bool:
@@ -20,7 +31,7 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
-def kill_process_group(proc: subprocess.Popen, grace_s: float = 2.0) -> None:
+def kill_process_group(proc: Child, grace_s: float = 2.0) -> None:
     """For a child started with start_new_session=True: its whole group is gone when this returns."""
     pgid = proc.pid
     for sig, grace in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):

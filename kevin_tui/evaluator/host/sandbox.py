@@ -1,7 +1,9 @@
 """The sandbox every worker runs in: what it may see, what it may write, and how much it may use.
 
-Three ways to make it, best first: bubblewrap (`bwrap`), the `unshare` tool plus our own mount setup
-(kevin_tui/evaluator/worker/jail.py), or none. Either of the first two gives the worker its own
+Three ways to make it: our own jail in fresh namespaces (kevin_tui/evaluator/worker/jail.py; `unshare`, the
+first choice where the kernel lets an unprivileged process make namespaces, because its workers are forked
+warm from a nursery that has imported torch once: host/nursery.py), bubblewrap (`bwrap`, which starts
+every worker afresh), or none. Either of the first two gives the worker its own
 user, PID, mount, network and IPC namespaces — no network, no view of or signal to any process
 outside, every descendant killed with the sandbox — a private /proc, /tmp and HOME, and a read-only
 file system holding only the system directories, the Python environment, the CUDA toolkit and what
@@ -252,7 +254,7 @@ def choose(mode: str = "auto") -> Sandbox:
         reasons = [f"{sys.platform} has no Linux namespaces"]
     else:
         reasons = []
-        for kind in ("bwrap", "unshare"):
+        for kind in ("unshare", "bwrap"):  # the jail first: the same walls, and its workers start warm
             why = _works(kind)
             if why is None:
                 return Sandbox(kind)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kevin_tui.evaluator.host.cgroups import ResourceGroup
+from kevin_tui.evaluator.host.nursery import Nursery, Spawned, nursery_for
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, Sandbox, package_root, seccomp_memfd, system_binds
 from kevin_tui.evaluator.host.scratch import disk_usage, open_log, read_plain, remove_tree
 from kevin_tui.evaluator.protocol import MAX_EVENT_BYTES, ProtocolViolation, encode, parse_event
@@ -116,21 +117,23 @@ class WorkerProcess:
         self.group = ResourceGroup(limits.processes, limits.memory)
         filter_fd = seccomp_memfd() if sandbox.kind == "bwrap" else None
         passed = fds if filter_fd is None else (*fds, filter_fd)
+        # the scratch may be one a candidate wrote before (a tool's run after its own): never follow its log
+        log = open_log(self.log_path)
         try:
-            # the scratch may be one a candidate wrote before (a tool's run after its own): never follow its log
-            with os.fdopen(open_log(self.log_path), "ab") as log:
-                self.proc = subprocess.Popen(
-                    self.group.wrap(sandbox.command(argv, all_binds, str(scratch), filter_fd)),
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=log,
-                    cwd=scratch,
-                    env=env,
-                    pass_fds=passed,
-                    start_new_session=True,
-                )
+            nursery = nursery_for(env) if sandbox.kind == "unshare" and not prefix else None
+            warm = self._warm(nursery, env, (*fds, log)) if nursery else None
+            self.proc: subprocess.Popen[bytes] | Spawned = warm or subprocess.Popen(
+                self.group.wrap(sandbox.command(argv, all_binds, str(scratch), filter_fd)),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                cwd=scratch,
+                env=env,
+                pass_fds=passed,
+                start_new_session=True,
+            )
         finally:
-            for fd in passed:
+            for fd in (*passed, log):
                 os.close(fd)
         self._init_pidfd = -1  # the sandbox's first process, found before any command is sent (-2: none, or gone)
         self._commands = os.fdopen(self._command_write, "wb", buffering=0)
@@ -139,6 +142,16 @@ class WorkerProcess:
         self.events: queue.Queue[Arrived | ProtocolViolation | EOFError] = queue.Queue(MAX_QUEUED_EVENTS)
         self.started = threading.Event()
         threading.Thread(target=self._read, name=f"kevin-{role}-reader", daemon=True).start()
+
+    def _warm(self, nursery: Nursery, env: dict[str, str], fds: tuple[int, ...]) -> Spawned | None:
+        """The worker forked from the nursery (host/nursery.py), or None to start it cold: the same sandbox,
+        made by the same jail, without a fresh `import torch`."""
+        try:
+            return nursery.spawn(self.role, env, str(self.scratch), self.group.paths, fds)
+        except OSError as exc:
+            with contextlib.suppress(OSError), open(self.log_path, "a") as log:
+                print(f"kevin-tui: started cold ({exc})", file=log)
+            return None
 
     def hold_as_spare(self) -> None:
         """Mark a worker that has run only our own start-up as a spare: paused (SIGSTOP) while any kernel is
@@ -363,6 +376,8 @@ class WorkerProcess:
             os.close(self._init_pidfd)
             self._init_pidfd = -2  # killed: never looked for again
         kill_process_group(self.proc, 0.0)
+        if isinstance(self.proc, Spawned):
+            self.proc.close()
         self.group.kill_all()
 
     def close(self) -> None:
