@@ -15,8 +15,8 @@ import pytest
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.evaluator.host import nursery as nurseries
 from kevin_tui.evaluator.host.nursery import Nursery, Spawned
-from kevin_tui.evaluator.host.sandbox import Limits, Sandbox, worker_env
-from kevin_tui.evaluator.host.workers import WorkerProcess
+from kevin_tui.evaluator.host.sandbox import Limits, Sandbox, package_root, worker_env
+from kevin_tui.evaluator.host.workers import WorkerProcess, spares_paused
 from kevin_tui.problem import load_problem
 from tests.conftest import RELU
 
@@ -120,3 +120,23 @@ def test_a_dead_nursery_means_cold_starts_not_a_lost_worker(tmp_path, monkeypatc
     second.kill()
     assert second.reaped(30)
     nurseries.close_all()
+
+
+def test_a_nursery_still_importing_waits_while_a_kernel_is_timed(monkeypatch):
+    monkeypatch.setattr(nurseries, "_nurseries", {})
+    env = {**worker_env(), "PYTHONPATH": str(package_root())}
+    with spares_paused():
+        nursery = nurseries.nursery_for(env)
+        assert nursery is not None
+        deadline = time.monotonic() + 10
+        while process_state(nursery.proc.pid) != "T":  # stopped, before it could import anything much
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert not nursery._ready.wait(2)
+    assert nursery.usable()  # the timing is over: it imports and is ready
+    nurseries.close_all()
+
+
+def process_state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as handle:
+        return handle.read().rsplit(")", 1)[1].split()[0]

@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -90,6 +91,7 @@ class Nursery:
         self._children: dict[int, Spawned] = {}
         self._early_exits: dict[int, int] = {}
         self._next_id = 0
+        self._stopped = False  # by a timing, while it was still importing
         self.failed = ""
         # its own errors (an import that failed) go to an unnamed file, read if it fails; each worker's own
         # output goes to the worker's log
@@ -138,6 +140,20 @@ class Nursery:
                 child._orphaned()
             self._children.clear()
 
+    def stop_while_importing(self) -> None:
+        """Under _registry_lock. A nursery still importing torch takes a core: it waits while a kernel is timed
+        (SIGSTOP to it alone; one that is ready forks in hundredths of a second and is left alone)."""
+        if not self._ready.is_set() and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGSTOP)
+            self._stopped = True
+
+    def go_on(self) -> None:
+        """Under _registry_lock."""
+        if self._stopped:
+            self._stopped = False
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGCONT)
+
     def usable(self) -> bool:
         self._ready.wait(READY_TIMEOUT_S)
         return self._ready.is_set() and not self.failed
@@ -184,6 +200,7 @@ def describe(proc: subprocess.Popen) -> str:
 
 _nurseries: dict[tuple[tuple[str, str], ...], Nursery] = {}
 _registry_lock = threading.Lock()
+_timing = [False]  # a kernel is timed in this process now (workers.spares_paused)
 
 
 def nursery_for(env: Mapping[str, str]) -> Nursery | None:
@@ -197,7 +214,20 @@ def nursery_for(env: Mapping[str, str]) -> Nursery | None:
         nursery = _nurseries.get(key)
         if nursery is None:  # one that failed stays failed: its workers start cold, without a new try each time
             nursery = _nurseries[key] = Nursery(shared)
+            if _timing[0]:
+                nursery.stop_while_importing()
         return nursery
+
+
+def timing(now: bool) -> None:
+    """A timing starts (True) or the last one ends: nurseries still importing stop, or go on."""
+    with _registry_lock:
+        _timing[0] = now
+        for nursery in _nurseries.values():
+            if now:
+                nursery.stop_while_importing()
+            else:
+                nursery.go_on()
 
 
 @atexit.register

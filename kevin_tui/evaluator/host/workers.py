@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kevin_tui.evaluator.host import nursery as nurseries
 from kevin_tui.evaluator.host.cgroups import ResourceGroup
 from kevin_tui.evaluator.host.nursery import Nursery, Spawned, nursery_for
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, Sandbox, package_root, seccomp_memfd, system_binds
@@ -408,10 +409,12 @@ class WorkerProcess:
 @contextlib.contextmanager
 def spares_paused() -> Iterator[None]:
     """While a kernel is timed: every spare still starting is stopped, and resumed once no timing runs (on
-    2 cores its torch import would take a core from the timing). Nests, and spans every evaluator here."""
+    2 cores its torch import would take a core from the timing), and so is a nursery still importing. Nests,
+    and spans every evaluator here."""
     with _spare_lock:
         _timings[0] += 1
         if _timings[0] == 1:
+            nurseries.timing(True)
             for spare in _spares:
                 spare._pause()
     try:
@@ -420,6 +423,7 @@ def spares_paused() -> Iterator[None]:
         with _spare_lock:
             _timings[0] -= 1
             if not _timings[0]:
+                nurseries.timing(False)
                 for spare in _spares:
                     spare._resume()
 

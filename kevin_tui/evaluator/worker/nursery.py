@@ -155,6 +155,8 @@ def _run_worker(role: str, fds: tuple[int, int, int]) -> NoReturn:
     import random
 
     random.seed()  # not the nursery's state, shared by every fork of it
+    if numpy := sys.modules.get("numpy"):
+        numpy.random.seed()
     from kevin_tui.evaluator.worker.main import main
 
     sys.argv = ["kevin_tui.evaluator.worker.main", role, *map(str, fds)]
@@ -188,8 +190,11 @@ def _exit_as(worker: int) -> NoReturn:
 def main() -> None:
     prepare()
     sock = socket.socket(fileno=int(sys.argv[1]))
-    if threading.active_count() != 1:
-        _send(sock, {"failed": "a Python thread after importing torch; workers start cold"})
+    import torch
+
+    if threading.active_count() != 1 or torch.cuda.is_initialized():  # CUDA cannot be used again in a fork
+        why = "CUDA initialised" if torch.cuda.is_initialized() else "a Python thread"
+        _send(sock, {"failed": f"{why} while importing the workers' modules; workers start cold"})
         return
     _send(sock, {"ready": os.getpid()})
     serve(sock)
