@@ -271,6 +271,28 @@ def check(
 CHANGED_IN_PLACE = "the check's inputs with a few values changed in place"
 
 
+class KernelFailed(Exception):
+    """The model with the kernel raised where the model itself did not (`error` says how)."""
+
+    def __init__(self, error: UserModelError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def seeded_outputs(model: nn.Module, after: nn.Module, args: list[Any]) -> tuple[Any, Any]:
+    """The model's output on `args` and the model's with the kernel, each drawn from the same seed (so dropout
+    draws alike), outside the caller's random state. The model's own UserModelError propagates; the kernel's
+    is a KernelFailed."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(OTHER_MODE_SEED)
+        expected = model_output(model, args)
+        torch.manual_seed(OTHER_MODE_SEED)
+        try:
+            return expected, run_forward(after, args)
+        except UserModelError as exc:
+            raise KernelFailed(exc) from exc
+
+
 def same_shaped(args: list[Any], fresh: Sequence[tuple[str, list[Any]]]) -> list[Any] | None:
     """The first fresh inputs whose tensors have the check's shapes and dtypes (new values), or None."""
 
@@ -303,17 +325,11 @@ def changed_in_place_differs(
 
     put(changed)
     try:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(OTHER_MODE_SEED)
-            try:
-                expected = model_output(model, args)
-            except UserModelError:
-                return None  # the model itself does not take it (a structure the few values broke)
-            torch.manual_seed(OTHER_MODE_SEED)
-            try:
-                got = run_forward(after, args)
-            except UserModelError as exc:
-                return f"on {CHANGED_IN_PLACE} the model with it fails: {exc}"
+        expected, got = seeded_outputs(model, after, args)
+    except KernelFailed as exc:
+        return f"on {CHANGED_IN_PLACE} the model with it fails: {exc}"
+    except UserModelError:
+        return None  # the model itself does not take it (a structure the few values broke)
     finally:
         put(kept)
     why = compare(expected, got, rtol, atol)[0]
@@ -332,21 +348,16 @@ def fresh_outputs(
     input the model itself does not take are listed in `result["fresh_skipped"]`, once for both checks."""
     compared: list[tuple[str, list[Any]]] = []
     for label, inputs in fresh:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(OTHER_MODE_SEED)
-            try:
-                expected = model_output(model, inputs)
-            except UserModelError as exc:
-                result.setdefault("fresh_skipped", []).append(f"{label}: the model does not take it: {exc}")
-                continue
-            torch.manual_seed(OTHER_MODE_SEED)
-            try:
-                got = run_forward(after, inputs)
-            except UserModelError as exc:
-                if _shapes(inputs) == _shapes(args):
-                    return f"on {label} the model with it fails: {exc}", compared
-                result.setdefault("fresh_skipped", []).append(f"{label}: the kernel does not take it: {exc}")
-                continue
+        try:
+            expected, got = seeded_outputs(model, after, inputs)
+        except KernelFailed as exc:
+            if _shapes(inputs) == _shapes(args):
+                return f"on {label} the model with it fails: {exc}", compared
+            result.setdefault("fresh_skipped", []).append(f"{label}: the kernel does not take it: {exc}")
+            continue
+        except UserModelError as exc:
+            result.setdefault("fresh_skipped", []).append(f"{label}: the model does not take it: {exc}")
+            continue
         if why := compare(expected, got, rtol, atol)[0]:
             return f"{why} (on {label})", compared
         compared.append((label, inputs))
@@ -362,14 +373,10 @@ def proven_modes(
     checked = "train" if model.training else "eval"
     other = "eval" if model.training else "train"
     before, with_kernel = copy.deepcopy(model).train(not model.training), copy.deepcopy(after).train(not model.training)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(OTHER_MODE_SEED)
-        expected = model_output(before, args)
-        torch.manual_seed(OTHER_MODE_SEED)
-        try:
-            got = run_forward(with_kernel, args)
-        except UserModelError as exc:
-            return [checked], f"in {other} mode the model with it fails: {exc}"
+    try:
+        expected, got = seeded_outputs(before, with_kernel, args)
+    except KernelFailed as exc:
+        return [checked], f"in {other} mode the model with it fails: {exc}"
     why, _ = compare(expected, got, rtol, atol)
     if why:
         return [checked], f"in {other} mode its outputs differ from your model's: {why}"

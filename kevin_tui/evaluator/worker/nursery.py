@@ -24,6 +24,7 @@ import signal
 import socket
 import sys
 import threading
+import traceback
 from typing import Any, NoReturn
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
@@ -165,7 +166,8 @@ def _run_worker(role: str, fds: tuple[int, int, int]) -> NoReturn:
         main()
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
-    except BaseException:
+    except BaseException:  # what a cold worker's interpreter would print before exiting (a jail that failed)
+        traceback.print_exc()
         code = 1
     with contextlib.suppress(BaseException):
         sys.stdout.flush()
