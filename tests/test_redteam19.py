@@ -200,13 +200,18 @@ def test_nothing_of_the_tripwires_runs_inside_the_candidates_timed_window(tmp_pa
     run.before_round = Counted()  # as timer_for takes it, after its reply
     run.round({"round": 1, "calls": 3, "seed": 1, "control": False})
     assert not [t for t in made if t > made[0] and t < Timer.started], "a snapshot was taken inside the window"
-    stop = threading.Event()
+    stop, burning = threading.Event(), threading.Event()
 
     def burn() -> None:
+        burning.set()
         while not stop.is_set():
             pass
 
-    run.timer = Timer(lambda: threading.Thread(target=burn, daemon=True).start())
+    def leave_a_burning_thread() -> None:  # running by the time forward returns, even on a loaded machine
+        threading.Thread(target=burn, daemon=True).start()
+        burning.wait(10)
+
+    run.timer = Timer(leave_a_burning_thread)
     try:
         with pytest.raises(candidate.Failure, match="still running after forward returned"):
             run.round({"round": 2, "calls": 3, "seed": 2, "control": False})
