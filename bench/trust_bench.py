@@ -3,7 +3,7 @@
     python3 bench/trust_bench.py --baseline 74007a8     # warm evaluation now vs an earlier commit, interleaved
     python3 bench/trust_bench.py --sandbox              # sandbox cost per worker start and per evaluation
     python3 bench/trust_bench.py --aa 10                # identical kernels: how often is a difference claimed?
-    python3 bench/trust_bench.py --baseline REV --aa 10 --repetitions 1   # both in one run
+    python3 bench/trust_bench.py --baseline REV --aa 10 --repetitions 3   # both, A/A at REV too, in one run
     python3 bench/trust_bench.py --evidence             # profile + other sizes on vs off, warm, interleaved
     python3 bench/trust_bench.py --figures              # the evidence for ReLU, softmax and a GEMM on this machine
 
@@ -14,6 +14,7 @@ prints medians and ratios, not pass/fail.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,34 +60,60 @@ print(json.dumps({"first": first, "totals": totals, "status": verdict.status.val
 """
 
 
-def evaluate_at(checkout: Path, problem: Path, candidate: Path, cache: Path, warm: int, extra: dict) -> dict:
+# Runs in a subprocess with PYTHONPATH at some checkout: `count` A/A evaluations, one JSON line each.
+SAME_AT = """
+import json, sys
+from kevin_tui.evaluator import EvalOptions, Evaluator
+from kevin_tui.problem import load_problem
+problem, device, count, source = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+with Evaluator(load_problem(problem), EvalOptions(device=device)) as evaluator:
+    for _ in range(count):
+        verdict = evaluator.evaluate(source)
+        measured = verdict.details.get("measured_speedup", verdict.speedup)
+        print(json.dumps({"speedup": verdict.speedup, "interval": verdict.speedup_interval, "measured": measured,
+                          "bias": verdict.details["process_bias"]}), flush=True)
+"""
+
+
+def run_at(checkout: Path, script: str, *argv: str) -> str:
+    """`script` run by this Python with `checkout` as the kevin_tui it imports; its stdout."""
     out = subprocess.run(
-        [sys.executable, "-c", EVALUATE, str(problem), str(candidate), str(cache), str(warm), json.dumps(extra)],
+        [sys.executable, "-c", script, *argv],
         capture_output=True, text=True, env={"PYTHONPATH": str(checkout), "PATH": "/usr/bin:/bin",
                                              "CUDA_HOME": "/usr/local/cuda"}, cwd=checkout,
     )  # fmt: skip
     if out.returncode != 0:
-        raise SystemExit(f"evaluation at {checkout} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+        raise SystemExit(f"a run at {checkout} failed:\n{out.stderr[-3000:]}")
+    return out.stdout
 
 
-def baseline(args: argparse.Namespace) -> None:
+@contextlib.contextmanager
+def checkout_of(rev: str) -> Iterator[Path]:
+    """A detached checkout of `rev`, removed afterwards."""
     with tempfile.TemporaryDirectory() as tmp:
         old = Path(tmp) / "baseline"
-        subprocess.run(
-            ["git", "-C", str(REPO), "worktree", "add", "-q", "--detach", str(old), args.baseline], check=True
-        )
+        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "-q", "--detach", str(old), rev], check=True)
         try:
-            runs: dict[str, list[float]] = {"baseline": [], "now": []}
-            statuses = {}
-            for repetition in range(args.repetitions):
-                for label, checkout in (("baseline", old), ("now", REPO))[:: 1 if repetition % 2 == 0 else -1]:
-                    cache = Path(tmp) / f"cache-{label}"
-                    result = evaluate_at(checkout, args.problem, args.candidate, cache, args.warm, {})
-                    runs[label] += result["totals"]
-                    statuses[label] = result["status"]
+            yield old
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(old)], check=False)
+
+
+def evaluate_at(checkout: Path, problem: Path, candidate: Path, cache: Path, warm: int, extra: dict) -> dict:
+    stdout = run_at(checkout, EVALUATE, str(problem), str(candidate), str(cache), str(warm), json.dumps(extra))
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def baseline(args: argparse.Namespace, old: Path) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        runs: dict[str, list[float]] = {"baseline": [], "now": []}
+        statuses = {}
+        for repetition in range(args.repetitions):
+            for label, checkout in (("baseline", old), ("now", REPO))[:: 1 if repetition % 2 == 0 else -1]:
+                cache = Path(tmp) / f"cache-{label}"
+                result = evaluate_at(checkout, args.problem, args.candidate, cache, args.warm, {})
+                runs[label] += result["totals"]
+                statuses[label] = result["status"]
     old_s, new_s = statistics.median(runs["baseline"]), statistics.median(runs["now"])
     print(f"warm evaluation of {args.candidate.name} on the CPU, {len(runs['now'])} each, interleaved:")
     print(f"  baseline {args.baseline}: median {old_s:.2f} s  [{statuses['baseline']}]")
@@ -157,28 +185,36 @@ def sandbox_cost(args: argparse.Namespace) -> None:
             print(f"  {kind:<8} {median:.2f} s   ({median / statistics.median(runs['off']):.2f}x off)")
 
 
-def aa(args: argparse.Namespace) -> None:
+def aa(args: argparse.Namespace, old: Path | None) -> None:
     """Identical kernels (the candidate is the reference): the speedups reported, and how often the
-    interval wrongly excludes 1.0."""
-    from kevin_tui.evaluator import EvalOptions, Evaluator
-    from kevin_tui.problem import load_problem
-
-    speedups, claimed = [], 0
-    with Evaluator(load_problem(args.problem), EvalOptions(device=args.device)) as evaluator:
-        for _ in range(args.aa):
-            verdict = evaluator.evaluate(SAME_AS_REFERENCE)
-            low, high = verdict.speedup_interval
-            speedups.append(verdict.speedup)
-            claimed += not (low <= 1.0 <= high)
-            bias = verdict.details["process_bias"]
-            measured = verdict.details.get("measured_speedup", verdict.speedup)
-            print(f"  {verdict.speedup:.3f}x (measured {measured:.3f}x)  [{low:.3f}, {high:.3f}]  "
-                  f"process difference {bias:.3f}")  # fmt: skip
-    print(
-        f"identical kernel, {args.aa} evaluations: median {statistics.median(speedups):.3f}x, "
-        f"range {min(speedups):.3f}-{max(speedups):.3f}x; interval excluded 1.0 in {claimed} of {args.aa} "
-        "(goal: at most 1 in 10)"
-    )
+    interval wrongly excludes 1.0. With a baseline, its checkout's too, in alternating blocks of evaluations
+    (each block a new evaluator), so both see the same load."""
+    sides = [("now", REPO)] + ([(f"baseline {args.baseline}", old)] if old is not None else [])
+    blocks = min(args.repetitions, args.aa) if old is not None else 1
+    results: dict[str, list[dict]] = {label: [] for label, _ in sides}
+    loads: dict[str, list[float]] = {label: [] for label, _ in sides}
+    for block in range(blocks):
+        count = args.aa // blocks + (block < args.aa % blocks)
+        for label, checkout in sides[:: 1 if block % 2 == 0 else -1]:
+            loads[label].append(os.getloadavg()[0])
+            stdout = run_at(checkout, SAME_AT, str(args.problem), args.device, str(count), SAME_AS_REFERENCE)
+            for line in stdout.strip().splitlines():
+                result = json.loads(line)
+                results[label].append(result)
+                (low, high), bias = result["interval"], result["bias"]
+                print(f"  {label}: {result['speedup']:.3f}x (measured {result['measured']:.3f}x)  [{low:.3f}, "
+                      f"{high:.3f}]  process difference {bias:.3f}", flush=True)  # fmt: skip
+            loads[label].append(os.getloadavg()[0])
+    for label, _ in sides:
+        speedups = [r["speedup"] for r in results[label]]
+        measured = statistics.median(r["measured"] for r in results[label])
+        claimed = sum(not (r["interval"][0] <= 1.0 <= r["interval"][1]) for r in results[label])
+        print(
+            f"identical kernel, {label}, {len(speedups)} evaluations: median {statistics.median(speedups):.3f}x "
+            f"(measured {measured:.3f}x), range {min(speedups):.3f}-{max(speedups):.3f}x; interval excluded 1.0 "
+            f"in {claimed} of {len(speedups)} (goal: at most 1 in 10); 1-min load {min(loads[label]):.2f}-"
+            f"{max(loads[label]):.2f} on {os.cpu_count()} cores"
+        )
 
 
 def evidence_cost(args: argparse.Namespace) -> None:
@@ -237,16 +273,17 @@ def main() -> None:
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--warm", type=int, default=3, help="warm evaluations per run")
     args = parser.parse_args()
-    if args.baseline:
-        baseline(args)
-    if args.sandbox:
-        sandbox_cost(args)
-    if args.aa:
-        aa(args)
-    if args.evidence:
-        evidence_cost(args)
-    if args.figures:
-        figures(args)
+    with checkout_of(args.baseline) if args.baseline else contextlib.nullcontext() as old:
+        if old is not None:
+            baseline(args, old)
+        if args.sandbox:
+            sandbox_cost(args)
+        if args.aa:
+            aa(args, old)
+        if args.evidence:
+            evidence_cost(args)
+        if args.figures:
+            figures(args)
 
 
 if __name__ == "__main__":

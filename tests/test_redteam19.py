@@ -153,53 +153,24 @@ def test_a_candidates_builds_share_one_build_limit(short_builds, monkeypatch, se
         assert verdict.status is Status.TIMEOUT and "share that limit" in verdict.message, verdict.message
 
 
-def test_nothing_of_the_tripwires_runs_inside_the_candidates_timed_window(tmp_path, monkeypatch):
+def test_the_round_tripwires_are_in_both_workers_windows_and_still_see_what_a_round_leaves_running(tmp_path):
     """The leftover-work snapshot (threads, child processes: ~0.24 ms here) was taken inside the round, after the
     host's clock started: time in the candidate's window that the reference's identical loop does not have, which
     the host does not subtract (an identical 1 MB ReLU, 0.2-0.3 ms a call after the loop's overhead, 5-17 calls a
-    round: 5-16% slower). It is taken after the previous step's reply now; the tripwire still sees what a round
+    round: 5-16% slower). Moved after the reply, it still landed in the candidate's next window (issue 19); the
+    reference's rounds take the same steps now (tests/test_trust_aa.py). The tripwire still sees what a round
     leaves running."""
     import threading
 
     import torch
 
     from kevin_tui.evaluator.worker import candidate
-    from kevin_tui.evaluator.worker.guards import IdentityGuard, LeftoverGuard
-
-    made: list[float] = []
-
-    class Counted(LeftoverGuard):
-        def __init__(self) -> None:
-            made.append(time.perf_counter())
-            super().__init__()
-
-    class Timer:
-        started = 0.0
-
-        def __init__(self, work) -> None:
-            self.work, self.shared_memory = work, 0
-
-        def round(self, calls, seed, path, control):
-            Timer.started = time.perf_counter()
-            self.work()
-            return [0.1] * calls, None
+    from kevin_tui.evaluator.worker.guards import IdentityGuard
 
     class Channel:
         def emit(self, name, **fields) -> None:
             pass
 
-    monkeypatch.setattr(candidate, "LeftoverGuard", Counted)
-    run = candidate.CandidateRun.__new__(candidate.CandidateRun)
-    run.request, run.scratch, run.channel = (
-        {"threads": torch.get_num_threads(), "output_aliases": False},
-        tmp_path,
-        Channel(),
-    )
-    run.identity = IdentityGuard()
-    run.timer = Timer(lambda: None)
-    run.before_round = Counted()  # as timer_for takes it, after its reply
-    run.round({"round": 1, "calls": 3, "seed": 1, "control": False})
-    assert not [t for t in made if t > made[0] and t < Timer.started], "a snapshot was taken inside the window"
     stop, burning = threading.Event(), threading.Event()
 
     def burn() -> None:
@@ -207,14 +178,25 @@ def test_nothing_of_the_tripwires_runs_inside_the_candidates_timed_window(tmp_pa
         while not stop.is_set():
             pass
 
-    def leave_a_burning_thread() -> None:  # running by the time forward returns, even on a loaded machine
-        threading.Thread(target=burn, daemon=True).start()
-        burning.wait(10)
+    def forward(x: torch.Tensor) -> torch.Tensor:  # leaves a thread working from its round's first call on
+        if not started:
+            started.append(threading.Thread(target=burn, daemon=True))
+            started[0].start()
+            burning.wait(10)  # running by the time forward returns, even on a loaded machine
+        return torch.relu(x)
 
-    run.timer = Timer(leave_a_burning_thread)
+    started: list[threading.Thread] = []
+
+    run = candidate.CandidateRun.__new__(candidate.CandidateRun)
+    run.request, run.scratch, run.channel, run.device = (
+        {"threads": torch.get_num_threads(), "output_aliases": False}, tmp_path, Channel(), "cpu"
+    )  # fmt: skip
+    run.identity, run.get_inputs = IdentityGuard(), lambda: [torch.randn(4, 8)]
+    run.model, run.reference = forward, torch.relu
+    run.timer_for({})
     try:
         with pytest.raises(candidate.Failure, match="still running after forward returned"):
-            run.round({"round": 2, "calls": 3, "seed": 2, "control": False})
+            run.round({"round": 1, "calls": 3, "seed": 2, "control": False})
     finally:
         stop.set()
 

@@ -7,6 +7,7 @@ have, from the evaluator before this round; the honest ones there were rejected 
 from __future__ import annotations
 
 import itertools
+import types
 
 import pytest
 import torch
@@ -14,6 +15,7 @@ import torch
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.evaluator.host.speed_of_light import Bound, against_the_bound, gpu_peaks
 from kevin_tui.evaluator.host.timing import Round, Side, clock_check, host_speedup
+from kevin_tui.evaluator.worker.guards import IdentityGuard, RoundWatch
 from kevin_tui.evaluator.worker.inputs import TimedInputs, call_seed, sample
 from kevin_tui.evaluator.worker.judge import compare_output
 from kevin_tui.evaluator.worker.timing_loop import Timer
@@ -75,8 +77,9 @@ def structured_inputs():
 
 
 def tensors_held(value: object, seen: set[int]) -> list[torch.Tensor]:
-    """Every tensor reachable through the attributes and containers of `value` (what introspection finds)."""
-    if id(value) in seen:
+    """Every tensor reachable through the attributes and containers of `value` (what introspection finds); not
+    through a module (the tripwires hold the ones they watch)."""
+    if id(value) in seen or isinstance(value, types.ModuleType):
         return []
     seen.add(id(value))
     if isinstance(value, torch.Tensor):
@@ -103,7 +106,7 @@ def test_timed_inputs_are_fresh_samples_made_only_in_their_round(tmp_path):
         seen.append([a.clone() if isinstance(a, torch.Tensor) else a for a in args])
         return args[0] + 1
 
-    timer = Timer(record, TimedInputs(structured_inputs, "cpu"), "cpu")
+    timer = Timer(record, TimedInputs(structured_inputs, "cpu"), "cpu", RoundWatch(IdentityGuard()))
     held = [t for t in tensors_held(timer, set()) if t.numel()]
     timer.round(6, 1234, tmp_path / "round.kt")
     other = TimedInputs(structured_inputs, "cpu")

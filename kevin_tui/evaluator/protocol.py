@@ -31,6 +31,12 @@ OUTPUT_FILE_SLACK = 16 << 20
 CANDIDATE_FAILURES = frozenset({"format_error", "compile_error", "runtime_error", "incorrect", "rejected"})
 
 
+def round_file(name: str | int) -> str:
+    """A timing round's output file in its worker's directory (the reference's named by its side, the candidate's
+    by its round); the host removes each after the reply, so no worker has work left for after it."""
+    return f"round-{name}.kt"
+
+
 def compile_baseline_on(wanted: bool | None, device: str) -> bool:
     """Whether the reference is also timed under torch.compile: the init request's `compile_baseline` (None: on
     for CUDA, off on the CPU) on the device the reference resolved."""
@@ -101,7 +107,7 @@ def _failure_details(value: Any) -> bool:
     return _mapping(value) and set(value) <= {"traceback"} and all(_string(v) for v in value.values())
 
 
-# a timing round's reply, the same from both workers (the reference's path is always None)
+# a timing round's reply, the same from both workers (the reference's path is always None: the host knows it)
 ROUND_DONE = {"round": _integer, "samples_ms": _times, "synced_ms": _optional(_times), "path": _optional(_string)}
 
 # Events each role may send: name -> {field: check}. Fields not listed are refused.

@@ -55,7 +55,7 @@ from kevin_tui.evaluator.host.workers import (
     describe_exit,
     spares_paused,
 )
-from kevin_tui.evaluator.protocol import OUTPUT_FILE_SLACK, ProtocolViolation
+from kevin_tui.evaluator.protocol import OUTPUT_FILE_SLACK, ProtocolViolation, round_file
 from kevin_tui.evaluator.verdict import Check, EnvironmentProblem, Status, Timing, Verdict, Warning_
 from kevin_tui.ranking import speed_class
 
@@ -612,6 +612,7 @@ class HostRun:
         with self.worker.held():
             sent = self.reference.tell({"cmd": "round", "side": side, "round": number, "calls": calls, "seed": seed})
             arrived = self.reference.await_event("round_done")
+            self.reference.outbox().remove(round_file(side))  # by the host, as every round's file (round_file)
         return _round(arrived.event, sent, arrived.at, number, calls, "reference")
 
     def candidate_round(self, number: int, calls: int, seed: int, control: bool = False) -> Round:
@@ -626,14 +627,17 @@ class HostRun:
         if control != (reported is None):
             raise ProtocolViolation(f"round_done of a {'control' if control else 'main'} round with path "
                                     f"{str(reported)[:80]!r}")  # fmt: skip
-        if reported is None:
-            round_.cpu_s = self.worker.cpu_seconds() - before
-            return round_
         # Nothing of the candidate runs from here until its outputs are read (a thread finishing them after the
-        # reply, into a file it still holds, would do untimed work); CPU time up to the stop is the round's.
+        # reply, into a file it still holds, would do untimed work) and its file is removed; CPU time up to the stop
+        # is the round's.
+        name = round_file(number)
+        if reported is None:
+            with self.worker.held():
+                round_.cpu_s = self.worker.cpu_seconds() - before
+                self.files.remove(name)
+            return round_
         with self.worker.held():
             round_.cpu_s = self.worker.cpu_seconds() - before
-            name = f"round-{number}.kt"
             taken = self.take_output(reported, name, f"eval-{self.evaluation}-{name}")
             largest = calls * 2 * self.reference.ready()["output_bytes"] + OUTPUT_FILE_SLACK
             read = self.reference.ask({"cmd": "ingest", "round": number, "path": str(taken), "max_bytes": largest},

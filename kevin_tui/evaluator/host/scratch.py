@@ -260,6 +260,12 @@ class WorkerFiles:
                 raise ProtocolViolation(f"{name} is not a plain file")
             return handle.read()
 
+    def remove(self, name: str) -> None:
+        """Remove `name` from this directory if it is there (a link itself, never what it points to; whatever the
+        worker put there that is no file is left for its scratch's bound and removal)."""
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=self.fd)
+
     def write(self, name: str, data: bytes) -> Path:
         """A new file of the host's in this directory (whatever stood under that name is replaced, not followed)."""
         if not plain_name(name):

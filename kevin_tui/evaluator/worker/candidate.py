@@ -15,12 +15,12 @@ from typing import Any
 
 import torch
 
-from kevin_tui.evaluator.protocol import COMPILE_SEED
+from kevin_tui.evaluator.protocol import COMPILE_SEED, round_file
 from kevin_tui.evaluator.worker import common, tensorfile
 from kevin_tui.evaluator.worker.build_client import CUDA_CALLED, PROFILING, BuildClient
 from kevin_tui.evaluator.worker.capture import aliases, leaves, model_tensors, no_modes, snapshot
 from kevin_tui.evaluator.worker.channel import Channel
-from kevin_tui.evaluator.worker.guards import Elsewhere, IdentityGuard, LeftoverGuard
+from kevin_tui.evaluator.worker.guards import Elsewhere, IdentityGuard, LeftoverGuard, RoundWatch
 from kevin_tui.evaluator.worker.inputs import TimedInputs
 from kevin_tui.evaluator.worker.opcount import count_ops
 from kevin_tui.evaluator.worker.reference import write_record
@@ -57,6 +57,14 @@ def seed_cache() -> None:
             shutil.copytree(source, own, symlinks=True, dirs_exist_ok=True)
 
 
+def refuse(replaced: list[str], left: list[str], when: str) -> None:
+    """`rejected` for a watched function replaced or work left running (what the tripwires found), else nothing."""
+    if replaced:
+        raise Failure("rejected", f"the candidate replaced {', '.join(replaced[:4])} ({when})")
+    if left:
+        raise Failure("rejected", f"{', '.join(left[:3])} still running after forward returned ({when})")
+
+
 class CandidateRun:
     def __init__(self, request: dict[str, Any], channel: Channel) -> None:
         self.request = request
@@ -85,10 +93,8 @@ class CandidateRun:
     def untouched(self, leftover: LeftoverGuard | None, when: str) -> None:
         """Fail as `rejected` if a watched function was replaced or work was left running."""
         assert self.identity is not None, "the candidate is loaded first"
-        if replaced := self.identity.replaced():
-            raise Failure("rejected", f"the candidate replaced {', '.join(replaced[:4])} ({when})")
-        if leftover is not None and (left := leftover.leftovers()):
-            raise Failure("rejected", f"{', '.join(left[:3])} still running after forward returned ({when})")
+        refuse(self.identity.replaced(), [], when)  # first: the leftovers' look can take 20 ms
+        refuse([], leftover.leftovers() if leftover is not None else [], when)
 
     # -- loading -------------------------------------------------------------------
 
@@ -323,38 +329,36 @@ class CandidateRun:
     # -- timing ------------------------------------------------------------------------
 
     def timer_for(self, command: dict[str, Any]) -> None:
+        assert self.identity is not None, "the candidate is loaded first"
         inputs = TimedInputs(self.get_inputs, self.device)
         model, reference = self.model, self.reference
-        self.timer = Timer(lambda args: model(*args), inputs, self.device, control=lambda args: reference(*args))
+        self.timer = Timer(lambda args: model(*args), inputs, self.device, RoundWatch(self.identity),
+                           control=lambda args: reference(*args))  # fmt: skip
         self.channel.emit("timer_ready")
-        self.before_round = LeftoverGuard()
 
     def round(self, command: dict[str, Any]) -> None:
-        """One timing round: the same loop as the reference's; the tripwires run after the reply, outside
-        the window the host measures (a violation ends the run at the next command). What was running before
-        the round is noted after the previous step's reply (`before_round`): noted inside the round, it was
-        ~0.24 ms of the candidate's window the reference's loop does not have (5-16% of an identical 1 MB ReLU's
-        time after the loop's overhead is taken off)."""
+        """One timing round: the same loop as the reference's, its tripwires (`RoundWatch`) included, and nothing
+        after the reply: the host stops this process on the reply (a main round's) or soon after (its next
+        command goes to the reference, with this process stopped), so work left for after it landed in this
+        worker's next window, which the reference's has not (its post-reply tripwires and a control round's file
+        removal: ~0.5-2 ms a round, 0.13 ms a call of an identical 1 MB ReLU, read as 0.64x). The host removes
+        the round's file, as it does the reference's."""
         if (threads := torch.get_num_threads()) != self.request["threads"]:
             raise Failure("rejected", f"the candidate changed torch's thread count to {threads} "
                           f"(the reference runs with {self.request['threads']})")  # fmt: skip
         timer = self.timer
         assert timer is not None, "the host sends timer before the first round"
-        leftover = self.before_round
-        path = self.scratch / f"round-{command['round']}.kt"
+        path = self.scratch / round_file(command["round"])
         samples, synced = self.guarded(
             "timing forward", lambda: timer.round(command["calls"], command["seed"], path, command["control"])
         )
-        self.channel.emit("round_done", round=command["round"], samples_ms=samples, synced_ms=synced,
-                          path=None if command["control"] else str(path))  # fmt: skip
-        if command["control"]:  # after the reply, as the reference's own round file is removed
-            path.unlink()
-        self.untouched(leftover, f"timing round {command['round']}")
-        self.before_round = LeftoverGuard()
+        refuse(*timer.found, f"timing round {command['round']}")
         if timer.shared_memory and not self.request["output_aliases"]:
             shared = timer.shared_memory
             raise Failure("incorrect", f"in timing round {command['round']}, {shared} output(s) shared memory "
                           "with their call's inputs, which the reference's output never does")  # fmt: skip
+        self.channel.emit("round_done", round=command["round"], samples_ms=samples, synced_ms=synced,
+                          path=None if command["control"] else str(path))  # fmt: skip
 
     def serve(self) -> None:
         handlers = {"trial": self.trial, "changed": self.changed, "timer": self.timer_for, "round": self.round,

@@ -35,7 +35,7 @@ WATCHED = (
     "kevin_tui.evaluator.worker.capture.snapshot", "kevin_tui.evaluator.worker.timing_loop.aliases",
     "kevin_tui.evaluator.worker.timing_loop.Timer.round", "kevin_tui.evaluator.worker.timing_loop.Timer._call",
     "kevin_tui.evaluator.worker.tensorfile.write", "kevin_tui.evaluator.worker.inputs.TimedInputs.args",
-    "kevin_tui.evaluator.worker.inputs.draw_on",
+    "kevin_tui.evaluator.worker.inputs.draw_on", "kevin_tui.evaluator.worker.guards.RoundWatch.check",
 )  # fmt: skip
 
 
@@ -142,6 +142,24 @@ class LeftoverGuard:
         new = [t for t in threading.enumerate() if t not in self.threads and t.is_alive()]
         found = [f"thread {t.name!r}" for t in busy(new)]
         found += [f"child process {pid}" for pid in sorted(child_pids() - self.children)]
+        return found
+
+
+class RoundWatch:
+    """The tripwires of a timing round, checked at its end inside the host's window, by both workers alike (the
+    reference's findings are not used: it runs them so both windows hold the same steps). Checked after the reply,
+    they were the candidate's alone and still charged to it (~0.9 ms a round here): the host freezes the candidate
+    on the reply, so they ran on in its next window or in the CPU time charged up to the freeze."""
+
+    def __init__(self, identity: IdentityGuard) -> None:
+        self.identity = identity
+        self.before = LeftoverGuard()
+
+    def check(self) -> tuple[list[str], list[str]]:
+        """(watched functions replaced, threads and processes left working since the last check); the snapshot
+        for the next round is taken at once."""
+        found = self.identity.replaced(), self.before.leftovers()
+        self.before = LeftoverGuard()
         return found
 
 

@@ -16,10 +16,11 @@ from typing import Any
 
 import torch
 
-from kevin_tui.evaluator.protocol import OUTPUT_FILE_SLACK, compile_baseline_on
+from kevin_tui.evaluator.protocol import OUTPUT_FILE_SLACK, compile_baseline_on, round_file
 from kevin_tui.evaluator.worker import common, tensorfile
 from kevin_tui.evaluator.worker.capture import aliases, leaves, model_tensors, no_modes, snapshot
 from kevin_tui.evaluator.worker.channel import Channel
+from kevin_tui.evaluator.worker.guards import IdentityGuard, RoundWatch
 from kevin_tui.evaluator.worker.inputs import TimedInputs, near_duplicate, sample, trial_inputs
 from kevin_tui.evaluator.worker.judge import judge_trial, tolerance_share, typed_numbers, widest_float
 from kevin_tui.evaluator.worker.tensorfile import TensorFileError
@@ -435,13 +436,14 @@ class Reference:
     def timer_for(self, command: dict[str, Any]) -> None:
         self.timers, self.served, self.round_seeds = {}, {}, {}
         inputs = TimedInputs(self.module.get_inputs, self.device)  # its one draw decides how every side's calls draw
+        watch = RoundWatch(IdentityGuard())  # the candidate's tripwires, run here for their time only
         for side in command["sides"]:
             model = self.model if side == "eager" else self.compiled()
 
             def call(args: list[Any], model=model) -> Any:
                 return model(*args)
 
-            self.timers[side] = Timer(call, inputs, self.device)
+            self.timers[side] = Timer(call, inputs, self.device, watch)
         self.channel.emit("timer_ready")
 
     def compiled(self):
@@ -461,15 +463,14 @@ class Reference:
         torch._dynamo.reset()
 
     def round(self, command: dict[str, Any]) -> None:
-        """The same loop as the candidate's, writing its outputs the same way; the file is not needed and is
-        removed after the reply, outside the host's window, as the candidate's is taken by the host after its
-        reply (freeing a 16 MB file takes ~1 ms: inside the window it was loop overhead the host credited to the
+        """The same loop as the candidate's, its tripwires included, writing its outputs the same way; the file is
+        not needed, and the host removes it after the reply, outside both windows, as it removes the candidate's
+        (freeing a 16 MB file takes ~1 ms: inside the window it was loop overhead the host credited to the
         candidate, which never pays it)."""
-        path = self.outbox / f"round-{command['side']}.kt"
+        path = self.outbox / round_file(command["side"])
         samples, synced = self.timers[command["side"]].round(command["calls"], command["seed"], path)
         self.round_seeds[command["side"]] = command["seed"]
         self.channel.emit("round_done", round=command["round"], samples_ms=samples, synced_ms=synced, path=None)
-        path.unlink()
 
     def ingest(self, command: dict[str, Any]) -> None:
         """Read every output of one candidate round now, while the host holds the candidate stopped; the judge

@@ -7,7 +7,10 @@ is known before the round begins and drawing is the same loop work for both side
 output is kept as it was returned and all of them are written to one file before the reply: the host
 takes that file out of the worker's reach and has the reference worker read it and judge every one of
 them against its own output for the same inputs, so no answer can be changed once the round is over,
-and one output buffer reused by later calls shows their values, not its call's. CPU: wall clock around each call. CUDA:
+and one output buffer reused by later calls shows their values, not its call's. The round's tripwires
+(`RoundWatch`) end it, in both workers, and nothing of the round is left for after the reply (the host
+removes the round's file): the host stops the candidate on its reply, so whatever it did after the reply
+landed in its next window, which the reference's does not have. CPU: wall clock around each call. CUDA:
 events around each call on a synchronised device with the L2 cache flushed before it, plus a wall-
 clock time that includes a device-wide synchronise. These per-call times are the worker's word only:
 the speedup comes from the host's clock over the whole round.
@@ -24,23 +27,27 @@ import torch
 
 from kevin_tui.evaluator.worker import tensorfile
 from kevin_tui.evaluator.worker.capture import aliases, no_modes
+from kevin_tui.evaluator.worker.guards import RoundWatch
 from kevin_tui.evaluator.worker.inputs import TimedInputs
 
 
 class Timer:
     """Runs rounds of calls of `fn` (or of `control`, the reference model in the candidate's process) on
-    fresh inputs; keeps the last main round's outputs, for the judge on the reference's side."""
+    fresh inputs; keeps the last main round's outputs, for the judge on the reference's side. `watch`: the
+    tripwires every round ends with (the candidate's, made before it was imported; the reference's own)."""
 
     def __init__(
         self,
         fn: Callable[[list[Any]], Any],
         inputs: TimedInputs,
         device: str,
+        watch: RoundWatch,
         control: Callable[[list[Any]], Any] | None = None,
     ) -> None:
-        self.fn, self.inputs, self.device, self.control = fn, inputs, device, control
+        self.fn, self.inputs, self.device, self.watch, self.control = fn, inputs, device, watch, control
         self.outputs: list[Any] = []  # the last main round's outputs, as returned
         self.shared_memory = 0  # calls whose output shared memory with their inputs (the candidate's tripwire)
+        self.found: tuple[list[str], list[str]] = ([], [])  # the last round's RoundWatch.check()
         self.flush = None
         if device.startswith("cuda"):
             size = max(2 * torch.cuda.get_device_properties(device).L2_cache_size, 64 << 20)
@@ -67,6 +74,7 @@ class Timer:
                 tensorfile.write(path, outputs)
         if not control:
             self.outputs = outputs
+        self.found = self.watch.check()
         return samples, (synced if self.flush is not None else None)
 
     def _call(self, fn: Callable[[list[Any]], Any], args: list[Any], samples: list[float], synced: list[float]) -> Any:
