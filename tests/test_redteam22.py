@@ -1,12 +1,16 @@
-"""Red team 22: caches that stop checking after their N-th call or N-th reuse of a buffer (eval) and the precision
-ratio (tests/candidates/redteam22/)."""
+"""Red team 22: caches that stop checking after their N-th call or N-th reuse of a buffer (eval), converted weights
+never refreshed without gradients (`apply --check`), and the precision ratio (tests/candidates/redteam22/)."""
 
 from __future__ import annotations
 
 import pytest
+import torch
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.problem import load_problem
+from kevin_tui.usermodel.check import check, import_helper
+from kevin_tui.usermodel.specs import TensorSpec
+from kevin_tui.usermodel.worker import sampler
 from tests.conftest import CANDIDATES, KERNELBENCH, PROBLEMS, RELU
 
 HERE = CANDIDATES / "redteam22"
@@ -60,3 +64,28 @@ def test_a_matmul_on_inputs_cut_to_18_bits_is_lower_precision(build_cache):
     verdict = _evaluate(PROBLEMS / "matmul_256.py", "matmul256_inputs_cut_to_18_bits", build_cache, timing=False)
     assert verdict.status is Status.CORRECT, verdict.message
     assert "lower_precision" in {w.code for w in verdict.warnings}, verdict.evidence.get("precision")
+
+
+def _apply_check(name: str) -> dict:
+    """`apply --check` of a redteam22 helper on its Net (a 256-wide linear), untimed but for two rounds."""
+    helper = import_helper(HERE / f"{name}.py")
+    torch.manual_seed(0)
+    net, x = helper.Net(), torch.randn(64, 256)
+    fresh = [("new values", [torch.randn(64, 256)]), ("batch size 128", [torch.randn(128, 256)])]
+    draw = sampler([TensorSpec(None, "float32", (64, 256))], "cpu")
+    return check(net, [x], HERE / f"{name}.py", "cpu", {"rounds": 2}, fresh, draw=draw)
+
+
+def test_a_weight_copy_kept_from_the_first_untracked_call_fails_apply_check():
+    """linear_nograd_weight_cache_apply.py: the parameters changed only in the optimizer steps, where gradients are
+    on, and nothing called the model without them afterwards: `outputs match` for a kernel that validates with the
+    weights of before training. The trained models are called without gradients before and after the steps now."""
+    result = _apply_check("linear_nograd_weight_cache_apply")
+    assert not result["passed"], result["message"]
+    assert "without gradients after 3 SGD steps" in result["message"], result["message"]
+
+
+def test_a_weight_copy_following_the_parameters_passes_apply_check():
+    result = _apply_check("honest_linear_versioned_weight_cache_apply")
+    assert result["passed"], result["message"]
+    assert result["training"]["steps"]["SGD"]["max_param_diff"] == 0.0
