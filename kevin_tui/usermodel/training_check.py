@@ -3,9 +3,10 @@ worker, for kevin_tui.usermodel.check).
 
 Both models get the same loss: each output's mean squared distance from a fixed random target (so
 every output value counts, and steps on it stay finite). Compared: the gradient of every parameter
-and floating input; K optimizer steps of SGD and of AdamW from the same state (the losses on the way
-and the parameters after); torch.compile's graph breaks (torch._dynamo.explain) and the compiled
-model's output and gradients; and the bytes autograd saves for the backward.
+and floating input; K optimizer steps of SGD and of AdamW from the same state (the losses on the way,
+the parameters after, the outputs without gradients before and after them); torch.compile's graph
+breaks (torch._dynamo.explain) and the compiled model's output and gradients; and the bytes autograd
+saves for the backward.
 """
 
 from __future__ import annotations
@@ -115,6 +116,24 @@ def compare_gradients(expected: dict[str, Any], got: dict[str, Any], compare: Co
     return None, worst
 
 
+def untracked_outputs_differ(models: dict[str, nn.Module], args: list[Any], compare: Compare, at: str) -> str | None:
+    """Why the two models' outputs differ when called without gradients (a validation pass, before the optimizer
+    steps and after them), or None. Every call after the steps tracked gradients, so a kernel keeping the weights it
+    converted in its first call without gradients, and never looking at them again, passed with the weights of
+    before training (tests/candidates/redteam22/linear_nograd_weight_cache_apply.py)."""
+    outputs = {}
+    for which, model in models.items():
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            torch.manual_seed(0)
+            try:
+                outputs[which] = model(*args)
+            except Exception as exc:
+                if which == "before":
+                    return None  # the model itself does not run so: nothing to compare
+                return f"{at}: the model with the kernel raises {where(exc)}"
+    return compare(outputs["before"], outputs["after"], at)[0]
+
+
 def optimizer_steps(
     before: nn.Module, after: nn.Module, args: list[Any], weights: list[torch.Tensor], steps: int, compare: Compare
 ) -> tuple[dict[str, Any], str | None]:
@@ -124,6 +143,8 @@ def optimizer_steps(
     for name, make in OPTIMIZERS.items():
         models = {"before": copy.deepcopy(before), "after": copy.deepcopy(after)}
         losses: dict[str, list[float]] = {"before": [], "after": []}
+        if why := untracked_outputs_differ(models, args, compare, f"the output without gradients before {name} steps"):
+            return figures, why
         for which, model in models.items():
             optimizer = make(model.parameters())
             for _ in range(steps):
@@ -138,6 +159,9 @@ def optimizer_steps(
             figures[name]["max_param_diff"] = max(figures[name]["max_param_diff"], difference)
             if why:
                 return figures, why
+        if why := untracked_outputs_differ(models, args, compare, f"the output without gradients after {steps} {name} "
+                                           "steps"):  # fmt: skip
+            return figures, why
         dtype = weights[0].dtype  # the losses are as exact as the outputs they sum
         why, _ = compare(torch.tensor(losses["before"], dtype=dtype), torch.tensor(losses["after"], dtype=dtype),
                          f"the {name} losses")  # fmt: skip
