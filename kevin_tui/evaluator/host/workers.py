@@ -146,12 +146,12 @@ class WorkerProcess:
 
     def _warm(self, nursery: Nursery, env: dict[str, str], fds: tuple[int, ...]) -> Spawned | None:
         """The worker forked from the nursery (host/nursery.py), or None to start it cold: the same sandbox,
-        made by the same jail, without a fresh `import torch`."""
+        made by the same jail, without a fresh `import torch`. `fds`: its pipes, then its log."""
         try:
             return nursery.spawn(self.role, env, str(self.scratch), self.group.paths, fds)
         except OSError as exc:
-            with contextlib.suppress(OSError), open(self.log_path, "a") as log:
-                print(f"kevin-tui: started cold ({exc})", file=log)
+            with contextlib.suppress(OSError):  # into the log already opened without following a link
+                os.write(fds[-1], f"kevin-tui: started cold ({exc})\n".encode())
             return None
 
     def hold_as_spare(self) -> None:
