@@ -76,6 +76,15 @@ PRECISION_RATIO = 10.0
 PRECISION_FLOOR = 0.1
 
 
+def _less_precise(new: dict[str, float], old: dict[str, float]) -> bool:
+    """A measurement that matched a rounding of the inputs (worker/rounding_probe.py) outranks one that did not;
+    otherwise the larger error does."""
+    matched_new, matched_old = "rounded_bits" in new, "rounded_bits" in old
+    if matched_new != matched_old:
+        return matched_new
+    return new["candidate"] > old["candidate"]
+
+
 class Decided(Exception):
     """A verdict reached in the middle of a step."""
 
@@ -338,7 +347,13 @@ class HostRun:
             return
         verdict.evidence["precision"] = self.precision
         candidate, reference = self.precision["candidate"], self.precision["reference"]
-        if candidate > max(PRECISION_RATIO * reference, PRECISION_FLOOR):
+        if bits := self.precision.get("rounded_bits"):
+            mode = "toward zero" if self.precision.get("toward_zero") else "to nearest"
+            verdict.warnings.append(Warning_("lower_precision", (
+                f"computes in lower precision? its outputs match a float64 computation on the inputs rounded {mode} "
+                f"to {bits:.0f} mantissa bits (float32 keeps 23): its error against that uses "
+                f"{self.precision.get('rounding_match', 0):.0%} of its error against the exact result")))  # fmt: skip
+        elif candidate > max(PRECISION_RATIO * reference, PRECISION_FLOOR):
             verdict.warnings.append(Warning_("lower_precision", (
                 f"computes in lower precision? against a float64 reference its error uses {candidate:.0%} of the "
                 f"tolerance, the float32 reference's own {reference:.1%}")))  # fmt: skip
@@ -547,7 +562,7 @@ class HostRun:
             judged = self.reference.ask({**command, "atol": self.options.atol, "rtol": self.options.rtol}, "judged")
         self.checks += [Check(**c) for c in judged["checks"]]
         if (precision := judged.get("precision")) and (
-            self.precision is None or precision["candidate"] > self.precision["candidate"]
+            self.precision is None or _less_precise(precision, self.precision)
         ):  # the least precise of what was measured (one secret trial, one secret timed call)
             self.precision = precision
         if not judged["passed"]:

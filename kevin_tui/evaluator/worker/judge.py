@@ -266,14 +266,12 @@ def disagreement(ref: Any, a: Any, b: Any, atol: float | None, rtol: float | Non
     return None
 
 
-def tolerance_share(ref64: Any, got: Any, dtype_of: Any, atol: float | None, rtol: float | None) -> float | None:
-    """The largest error of `got` against a float64 reference, as a share of the tolerance its dtype allows
-    (`dtype_of`: the float32 reference, whose dtypes set the tolerance); None when nothing is comparable. A float64
-    output is measured too, against the reference itself (its own share 0): a kernel computing a float64 problem in
-    float32 stays inside float64's 1e-7 where it rounds once, and only here is it seen
-    (tests/candidates/redteam21/float64_problem_in_float32.py). A complex output is measured part by part, as the
-    judge compares it (complex_output_narrowed.py: unmeasured, a product of inputs cut to 17 bits got no warning)."""
-    shares = []
+def _normalised_errors(
+    ref64: Any, got: Any, dtype_of: Any, atol: float | None, rtol: float | None
+) -> list[torch.Tensor]:
+    """Each comparable leaf's errors of `got` against a float64 reference, divided by the tolerance its dtype
+    allows (`dtype_of`: the float32 reference, whose dtypes set the tolerance), finite values only."""
+    errors = []
     for r64, x, r in _leaf_pairs(ref64, got, dtype_of):
         if r.is_complex() and r64.is_complex() and x.is_complex():
             r64, x, r = (torch.view_as_real(t.resolve_conj()) for t in (r64, x, r))
@@ -286,8 +284,29 @@ def tolerance_share(ref64: Any, got: Any, dtype_of: Any, atol: float | None, rto
             continue
         r64, x = r64[finite], x[finite]
         allowed = min(atol_, rtol_ * float(r64.abs().max())) + rtol_ * r64.abs()
-        shares.append(float(((x - r64).abs() / allowed.clamp_min(1e-300)).max()))
-    return max(shares) if shares else None
+        errors.append((x - r64).abs() / allowed.clamp_min(1e-300))
+    return errors
+
+
+def tolerance_share(ref64: Any, got: Any, dtype_of: Any, atol: float | None, rtol: float | None) -> float | None:
+    """The largest error of `got` against a float64 reference, as a share of the tolerance its dtype allows
+    (`dtype_of`: the float32 reference, whose dtypes set the tolerance); None when nothing is comparable. A float64
+    output is measured too, against the reference itself (its own share 0): a kernel computing a float64 problem in
+    float32 stays inside float64's 1e-7 where it rounds once, and only here is it seen
+    (tests/candidates/redteam21/float64_problem_in_float32.py). A complex output is measured part by part, as the
+    judge compares it (complex_output_narrowed.py: unmeasured, a product of inputs cut to 17 bits got no warning)."""
+    errors = _normalised_errors(ref64, got, dtype_of, atol, rtol)
+    return max(float(e.max()) for e in errors) if errors else None
+
+
+def rms_share(ref64: Any, got: Any, dtype_of: Any, atol: float | None, rtol: float | None) -> float | None:
+    """The root mean square of the same errors over every compared value: steadier than the largest one where two
+    close results are compared with each other (worker/rounding_probe.py)."""
+    errors = _normalised_errors(ref64, got, dtype_of, atol, rtol)
+    if not errors:
+        return None
+    squares = torch.cat([e.reshape(-1) for e in errors]).square()
+    return float(squares.mean().sqrt())
 
 
 def same_output(a: Any, b: Any) -> bool:

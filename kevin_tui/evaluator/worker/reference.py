@@ -23,6 +23,7 @@ from kevin_tui.evaluator.worker.channel import Channel
 from kevin_tui.evaluator.worker.guards import IdentityGuard, RoundWatch
 from kevin_tui.evaluator.worker.inputs import TimedInputs, near_duplicate, sample, trial_inputs
 from kevin_tui.evaluator.worker.judge import judge_trial, tolerance_share, typed_numbers, widest_float
+from kevin_tui.evaluator.worker.rounding_probe import BAND, Rounding, rounded_match
 from kevin_tui.evaluator.worker.tensorfile import TensorFileError
 from kevin_tui.evaluator.worker.timing_loop import Timer
 
@@ -245,26 +246,38 @@ class Reference:
         self.first_args = inputs[0]
         self.channel.emit("trials_ready", paths=paths)
 
-    def in_float64(self, args: list[Any], parameters: dict[str, Any] | None = None) -> Any:
+    def in_float64(
+        self, args: list[Any], parameters: dict[str, Any] | None = None, rounding: Rounding | None = None
+    ) -> Any:
         """The reference's output in float64 (a copy of the model, with `parameters` if given, inputs widened):
-        what a candidate's error and the float32 reference's own are measured against. None where the
-        problem cannot run so."""
+        what a candidate's error and the float32 reference's own are measured against. With `rounding`, the
+        inputs and parameters are rounded by it first (worker/rounding_probe.py). None where the problem
+        cannot run so."""
         import copy
 
-        widened = [a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+        keep: Rounding = rounding or (lambda t: t)
+        widened = [keep(a).double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
         try:
             model = copy.deepcopy(self.model)
             if parameters is not None:
                 model.load_state_dict(parameters, strict=False)
+            if rounding is not None:
+                with torch.no_grad():
+                    for tensor in (*model.parameters(), *model.buffers()):
+                        tensor.copy_(rounding(tensor))
             model = model.double()
             with torch.no_grad(), no_modes():
                 return snapshot(model(*common.to_device(widened, self.device)))
         except Exception:
             return None
 
-    def precision(self, precise: Any, ref: Any, got: Any, command: dict[str, Any]) -> dict[str, float] | None:
+    def precision(
+        self, args: list[Any], precise: Any, ref: Any, got: Any, command: dict[str, Any]
+    ) -> dict[str, float] | None:
         """How much of the tolerance a candidate output and the float32 reference's each use against the float64
-        result `precise` (evidence: a much larger share suggests the candidate computes in less precision)."""
+        result `precise` of inputs `args` (evidence: a much larger share suggests the candidate computes in less
+        precision); where it is notably larger, the width of input rounding the candidate's output matches, if
+        any (worker/rounding_probe.py)."""
         if precise is None or got is None:
             return None
         ref = typed_numbers(ref, self.numbers)
@@ -273,7 +286,11 @@ class Reference:
         reference = tolerance_share(precise, ref, ref, atol, rtol)
         if candidate is None or reference is None:
             return None
-        return {"candidate": round(candidate, 6), "reference": round(reference, 6)}
+        found = {"candidate": round(candidate, 6), "reference": round(reference, 6)}
+        if candidate > BAND * reference:
+            match = rounded_match(partial(self.in_float64, args, None), precise, got, ref, atol, rtol)
+            found.update({k: round(v, 6) for k, v in (match or {}).items()})
+        return found
 
     def changed(self, command: dict[str, Any]) -> None:
         """A trial on the first trial's input objects after their values change in place, with the parameters
@@ -364,9 +381,10 @@ class Reference:
 
     def judge(
         self, command: dict[str, Any], ref: Any, label: str, previous: Any = None, runs: tuple[str, ...] = TRIAL_RUNS,
-        measure: bool = False, precise: Callable[[], Any] | None = None,
+        measure: bool = False, precise: Callable[[], Any] | None = None, args: list[Any] | None = None,
     ) -> None:  # fmt: skip
-        """`measure`: this output's precision is measured against float64 too (the trial the host named in secret)."""
+        """`measure`: this output's precision is measured against float64 too (the trial the host named in secret,
+        whose inputs are `args`)."""
         ref = typed_numbers(ref, self.numbers)
         try:
             outputs, given_aliases = read_record(Path(command["path"]), runs, max_bytes=record_bytes(len(runs), ref))
@@ -381,14 +399,16 @@ class Reference:
             verdict.passed = False
             verdict.message = f"{label}: {given_aliases[0]}, which the reference's output never does"
             verdict.mismatch = {"reason": verdict.message}
-        measured = measure and verdict.passed and precise is not None
+        precision = None
+        if measure and verdict.passed and precise is not None and args is not None:
+            precision = self.precision(args, precise(), ref, outputs.get("before"), command)
         self.channel.emit(
             "judged",
             passed=verdict.passed,
             checks=[{k: _bounded(v) for k, v in c.__dict__.items()} for c in verdict.checks],
             mismatch={k: _bounded(v) for k, v in verdict.mismatch.items()},
             message=_bounded(verdict.message),
-            precision=self.precision(precise(), ref, outputs.get("before"), command) if measured and precise else None,
+            precision=precision,
         )
         self.last_judged = outputs
 
@@ -404,7 +424,8 @@ class Reference:
             return
         previous = self.last_judged if index > 0 else None
         measure = command.get("precision") is True
-        self.judge(command, outputs[index], f"trial {index + 1}", previous, measure=measure, precise=precise)
+        self.judge(command, outputs[index], f"trial {index + 1}", previous, measure=measure, precise=precise,
+                   args=self.trial_args[index])  # fmt: skip
 
     def shapes(self, command: dict[str, Any]) -> None:
         """Inputs at other sizes, where the problem allows it: the module-level integers that only
@@ -519,7 +540,8 @@ class Reference:
         named = command.get("precision_call")
         precision = None
         if type(named) is int and 0 <= named < len(mine):
-            precision = self.precision(self.in_float64(inputs.args(seed, named)), mine[named], served[named], command)
+            args = inputs.args(seed, named)
+            precision = self.precision(args, self.in_float64(args), mine[named], served[named], command)
         self.channel.emit("judged", passed=True, checks=[check], mismatch={}, message="", precision=precision)
 
     def measure_peaks(self, command: dict[str, Any]) -> None:
