@@ -43,3 +43,13 @@ def test_no_global_kernel_setting_in_proc_opens_for_writing(judged):
 def test_an_honest_candidate_still_reads_proc(judged):
     verdict = verdict_of(judged, "honest_relu_reads_proc.py")
     assert verdict.status == Status.CORRECT, verdict.message
+
+
+def test_calls_newer_than_the_filter_and_vsock_are_refused(judged):
+    verdict = verdict_of(judged, "newer_kernel_calls_and_vsock.py")
+    assert verdict.status == Status.CORRECT, verdict.message
+
+
+def test_an_honest_candidate_still_uses_sockets_and_threads(judged):
+    verdict = verdict_of(judged, "honest_relu_sockets_and_threads.py")
+    assert verdict.status == Status.CORRECT, verdict.message
