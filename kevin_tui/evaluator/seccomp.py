@@ -6,8 +6,12 @@ are how a process with a user namespace of its own undoes its sandbox (remount a
 writable, make a nested namespace with fresh capabilities, attach to its parent) or reaches the
 kernel's least-audited code, so the filter answers EPERM to each of them, and to `clone` with any
 namespace flag. `clone3` gets ENOSYS: its flags live in memory the filter cannot read, and the C
-library then falls back to `clone`. A call from another ABI (32-bit `int 0x80` or x32 on x86-64),
-whose numbers mean other calls, kills the process.
+library then falls back to `clone`. So does every call newer than this table (above `NEWEST`), as on a
+kernel without it: the kernel keeps adding to the mount API (`open_tree_attr`, 6.15) and to what a process
+may learn of namespaces, which a deny-list cannot know of. An AF_VSOCK socket is refused as by a kernel
+without vsock: it reaches the hypervisor (a VM's host, WSL's Windows), which no network namespace cuts off.
+A call from another ABI (32-bit `int 0x80` or x32 on x86-64), whose numbers mean other calls, kills the
+process.
 
 No dependency: the same bytes go to bubblewrap (`--seccomp FD`) and to `install()`, which the
 `unshare` jail calls itself after `no_new_privs`, before any candidate code runs.
@@ -39,7 +43,10 @@ DENIED: dict[str, tuple[int | None, int | None]] = {
     "ioperm": (173, None), "settimeofday": (164, 170), "clock_settime": (227, 112), "adjtimex": (159, 171),
     "clock_adjtime": (305, 266), "sethostname": (170, 161), "setdomainname": (171, 162),
 }  # fmt: skip
+NEWEST = 466  # removexattrat (Linux 6.13); the same number on both: new calls share one numbering since 424
 CLONE = (56, 220)
+SOCKET = (41, 198)
+AF_VSOCK = 40
 CLONE3 = (435, 435)
 IOCTL = (16, 29)
 NAMESPACE_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
@@ -73,18 +80,22 @@ def program(machine: str | None = None) -> bytes:
     ]
     if machine == "x86_64":
         code.append((BPF_JGE_K, "kill", 0, X32_BIT))
+    code.append((BPF_JGE_K, "nosys", 0, NEWEST + 1))
     code += [(BPF_JEQ_K, "deny", 0, number) for number in denied]
     code += [
         (BPF_JEQ_K, "clone", 0, CLONE[column]),
         (BPF_JEQ_K, "nosys", 0, CLONE3[column]),
         (BPF_JEQ_K, "ioctl", 0, IOCTL[column]),
+        (BPF_JEQ_K, "socket", 0, SOCKET[column]),
         (BPF_RET_K, 0, 0, RET_ALLOW),
         "clone", (BPF_LD_W_ABS, 0, 0, OFFSET_ARG0), (BPF_JSET_K, "deny", "allow", NAMESPACE_FLAGS),
         "ioctl", (BPF_LD_W_ABS, 0, 0, OFFSET_ARG1), (BPF_JEQ_K, "deny", 0, TTY_INJECTION[0]),
         (BPF_JEQ_K, "deny", "allow", TTY_INJECTION[1]),
+        "socket", (BPF_LD_W_ABS, 0, 0, OFFSET_ARG0), (BPF_JEQ_K, "no_family", "allow", AF_VSOCK),
         "allow", (BPF_RET_K, 0, 0, RET_ALLOW),
         "deny", (BPF_RET_K, 0, 0, RET_ERRNO | errno.EPERM),
         "nosys", (BPF_RET_K, 0, 0, RET_ERRNO | errno.ENOSYS),
+        "no_family", (BPF_RET_K, 0, 0, RET_ERRNO | errno.EAFNOSUPPORT),
         "kill", (BPF_RET_K, 0, 0, RET_KILL_PROCESS),
     ]  # fmt: skip
     labels: dict[str, int] = {}

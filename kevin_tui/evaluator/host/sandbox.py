@@ -5,7 +5,7 @@ first choice where the kernel lets an unprivileged process make namespaces, beca
 warm from a nursery that has imported torch once: host/nursery.py), bubblewrap (`bwrap`, which starts
 every worker afresh), or none. Either of the first two gives the worker its own
 user, PID, mount, network and IPC namespaces — no network, no view of or signal to any process
-outside, every descendant killed with the sandbox — a private /proc, /tmp and HOME, and a read-only
+outside, every descendant killed with the sandbox — a private /proc (read-only), /tmp and HOME, a read-only
 file system holding only the system directories, the Python environment, the CUDA toolkit and what
 its role needs (its scratch directory read-write). Resource limits apply in all three. When there is
 no sandbox, every verdict says so, with the reason.
@@ -199,7 +199,8 @@ def bwrap_command(argv: list[str], binds: list[Bind], chdir: str, seccomp_fd: in
         command += ["--dev-bind", device, device]
     for bind in binds:
         command += ["--bind" if bind.writable else "--ro-bind", bind.path, bind.path]
-    return [*command, "--remount-ro", "/", "--chdir", chdir, "--", *argv]
+    # /proc read-only too: the jail's reason (worker/jail.py, lock), which bwrap's own cover of /proc misses
+    return [*command, "--remount-ro", "/", "--remount-ro", "/proc", "--chdir", chdir, "--", *argv]
 
 
 def unshare_command(argv: list[str]) -> list[str]:

@@ -3,12 +3,12 @@
 `unshare` (util-linux) puts the worker in fresh user, PID, mount, network and IPC namespaces; this
 module then does, with the mount(2) and pivot_root(2) system calls, what bubblewrap would: a new
 root on a tmpfs holding only the bind mounts the host asked for (read-only unless marked otherwise),
-a private /proc, /tmp and HOME, a few device nodes, and the old root detached. Then it locks what it
-built, as bubblewrap does: a nested user and mount namespace (the kernel locks every mount inherited
-into it, so no remount can make a read-only bind writable or uncover what a mount hides), every
-capability dropped, `no_new_privs`, and the system-call filter of kevin_tui/evaluator/seccomp.py.
-It runs first thing in the worker, before anything reads a file or imports torch; the candidate's code
-only ever runs after it.
+a private /proc (read-only once the jail is locked), /tmp and HOME, a few device nodes, and the old
+root detached. Then it locks what it built, as bubblewrap does: a nested user and mount namespace
+(the kernel locks every mount inherited into it, so no remount can make a read-only bind writable or
+uncover what a mount hides), every capability dropped, `no_new_privs`, and the system-call filter
+of kevin_tui/evaluator/seccomp.py. It runs first thing in the worker, before anything reads a file
+or imports torch; the candidate's code only ever runs after it.
 """
 
 from __future__ import annotations
@@ -140,6 +140,10 @@ def lock() -> None:
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"0 {uid} 1")
     _write("/proc/self/gid_map", f"0 {gid} 1")
+    # The last write to /proc: where the host runs as root, uid 0 here is the host's root to every uid check,
+    # and a sysctl checks nothing else (core_pattern names a program the kernel runs as root outside every
+    # namespace), nor do /proc/irq and /proc/bus/pci. A worker only reads it.
+    _read_only("/proc")
     last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
     zero = ctypes.c_ulong(0)
     for cap in range(last + 1):
