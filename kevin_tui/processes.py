@@ -21,6 +21,18 @@ class Child(Protocol):
     def wait(self, timeout: float | None = None) -> int: ...
 
 
+def describe_exit(returncode: int | None) -> str:
+    """A child's exit status in words ("did not exit" for None)."""
+    if returncode is None:
+        return "did not exit"
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with code {returncode}"
+
+
 def group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)

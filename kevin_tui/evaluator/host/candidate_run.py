@@ -52,11 +52,11 @@ from kevin_tui.evaluator.host.workers import (
     WorkerGone,
     WorkerProcess,
     WorkerTimeout,
-    describe_exit,
     spares_paused,
 )
 from kevin_tui.evaluator.protocol import OUTPUT_FILE_SLACK, ProtocolViolation, round_file
 from kevin_tui.evaluator.verdict import Check, EnvironmentProblem, Status, Timing, Verdict, Warning_
+from kevin_tui.processes import describe_exit
 from kevin_tui.ranking import speed_class
 
 NEAR_DUPLICATES = 2

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kevin_tui.evaluator.protocol import COMPILE_SEED
+from kevin_tui.processes import describe_exit
 
 READY_TIMEOUT_S = 120.0  # importing torch on a loaded machine
 SPAWN_TIMEOUT_S = 30.0
@@ -131,9 +132,11 @@ class Nursery:
                     self._replied.notify_all()
         with self._lock:
             if not self.failed:
+                with contextlib.suppress(subprocess.TimeoutExpired):  # its socket closes as it exits
+                    self.proc.wait(1)
                 self._log.seek(0)
                 tail = self._log.read()[-600:].decode(errors="replace").strip()
-                self.failed = f"the nursery {describe(self.proc)}" + (f": {tail}" if tail else "")
+                self.failed = f"the nursery {describe_exit(self.proc.poll())}" + (f": {tail}" if tail else "")
             self._ready.set()
             self._replied.notify_all()
             for child in self._children.values():
@@ -185,17 +188,14 @@ class Nursery:
             return child
 
     def close(self) -> None:
+        with self._lock:  # the reader, woken by the shutdown, then reads no log
+            self.failed = self.failed or "the nursery was closed"
         with contextlib.suppress(OSError):  # shutdown, not only close: the reader's recv holds the socket open
             self._sock.shutdown(socket.SHUT_RDWR)
             self._sock.close()
         self.proc.kill()  # it holds nothing to save, and a process that imported torch takes a second to exit
         self.proc.wait()
         self._log.close()
-
-
-def describe(proc: subprocess.Popen) -> str:
-    code = proc.poll()
-    return "is still running" if code is None else f"exited with code {code}"
 
 
 _nurseries: dict[tuple[tuple[str, str], ...], Nursery] = {}

@@ -32,7 +32,15 @@ from kevin_tui.evaluator.host.nursery import Nursery, Spawned, nursery_for
 from kevin_tui.evaluator.host.sandbox import Bind, Limits, Sandbox, package_root, seccomp_memfd, system_binds
 from kevin_tui.evaluator.host.scratch import disk_usage, open_log, read_plain, remove_tree
 from kevin_tui.evaluator.protocol import MAX_EVENT_BYTES, ProtocolViolation, encode, parse_event
-from kevin_tui.processes import cpu_seconds, kill_namespace, kill_process_group, namespace_init, pause_tree, resume
+from kevin_tui.processes import (
+    cpu_seconds,
+    describe_exit,
+    kill_namespace,
+    kill_process_group,
+    namespace_init,
+    pause_tree,
+    resume,
+)
 
 EXIT_GRACE_S = 5.0  # for a worker asked to exit, before it is killed
 SCRATCH_POLL_S = 0.2  # how often a watched worker's scratch is measured
@@ -55,17 +63,6 @@ class WorkerGone(Exception):
 
 class WorkerTimeout(Exception):
     pass
-
-
-def describe_exit(returncode: int | None) -> str:
-    if returncode is None:
-        return "did not exit"
-    if returncode < 0:
-        try:
-            return f"was killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"was killed by signal {-returncode}"
-    return f"exited with code {returncode}"
 
 
 @dataclass
