@@ -122,6 +122,28 @@ def test_a_dead_nursery_means_cold_starts_not_a_lost_worker(tmp_path, monkeypatc
     nurseries.close_all()
 
 
+def test_a_spawn_answered_too_late_leaves_the_cold_worker_pipes_of_its_own(tmp_path, monkeypatch):
+    """The host stops waiting for the nursery's answer (here at once) and starts the worker cold, but the nursery
+    still forks one: it must get nothing of the cold worker's. With the same pipes, that late fork lived on beside
+    it, reading its commands; with pipes of its own, the late one sees its pipes close and exits."""
+    monkeypatch.setattr(nurseries, "_nurseries", {})
+    monkeypatch.setattr(nurseries, "SPAWN_TIMEOUT_S", 0.0)
+    worker = WorkerProcess("candidate", tmp_path / "a", worker_env(), Sandbox("unshare"), [], Limits())
+    assert not isinstance(worker.proc, Spawned)
+    assert "started cold (the nursery did not answer)" in worker.log_tail()
+    (nursery,) = nurseries._nurseries.values()
+    deadline = time.monotonic() + 60
+    while nursery._abandoned and time.monotonic() < deadline:  # its exit, reported, clears it
+        time.sleep(0.05)
+    assert not nursery._abandoned, "the late fork is still alive"
+    worker.wait_started(120)
+    worker.send({"cmd": "exit"})
+    assert worker.returncode() == 0
+    worker.kill()
+    assert worker.reaped(30)
+    nurseries.close_all()
+
+
 def test_a_nursery_still_importing_waits_while_a_kernel_is_timed(monkeypatch):
     monkeypatch.setattr(nurseries, "_nurseries", {})
     env = {**worker_env(), "PYTHONPATH": str(package_root())}

@@ -89,8 +89,10 @@ class Nursery:
         self._lock = threading.Lock()
         self._replies: dict[int, dict[str, Any]] = {}
         self._replied = threading.Condition(self._lock)
+        # by the id of the spawn request (its pid could be reused once it is reaped)
         self._children: dict[int, Spawned] = {}
-        self._early_exits: dict[int, int] = {}
+        self._early_exits: dict[int, int] = {}  # exits read before the spawn's caller took its reply
+        self._abandoned: set[int] = set()  # spawns whose caller stopped waiting: their replies and exits are dropped
         self._next_id = 0
         self._stopped = False  # by a timing, while it was still importing
         self.failed = ""
@@ -122,13 +124,16 @@ class Nursery:
                     self.failed = message["failed"]
                     self._ready.set()
                 elif "exited" in message:
-                    child = self._children.pop(message["exited"], None)
-                    if child is None:
-                        self._early_exits[message["exited"]] = message["returncode"]
-                    else:
+                    ident = message["exited"]
+                    child = self._children.pop(ident, None)
+                    if child is not None:
                         child._set_exit(message["returncode"])
-                else:
-                    self._replies[message.get("spawned", message.get("refused"))] = message
+                    elif ident in self._abandoned:
+                        self._abandoned.discard(ident)
+                    else:
+                        self._early_exits[ident] = message["returncode"]
+                elif (ident := message.get("spawned", message.get("refused"))) not in self._abandoned:
+                    self._replies[ident] = message
                     self._replied.notify_all()
         with self._lock:
             if not self.failed:
@@ -177,14 +182,20 @@ class Nursery:
                 self._replied.wait(max(0.0, deadline - time.monotonic()))
             reply = self._replies.pop(ident, None)
             if reply is None:
+                self._abandoned.add(ident)
                 raise OSError(self.failed or "the nursery did not answer")
             if "refused" in reply:
                 raise OSError(f"the nursery refused: {reply['why']}")
-            child = Spawned(reply["pid"], self.proc.pid)
-            if (code := self._early_exits.pop(child.pid, None)) is not None:
+            try:
+                child = Spawned(reply["pid"], self.proc.pid)
+            except OSError:  # already gone (its exit may have come first) or not the nursery's child
+                if self._early_exits.pop(ident, None) is None:
+                    self._abandoned.add(ident)
+                raise
+            if (code := self._early_exits.pop(ident, None)) is not None:
                 child._set_exit(code)
             else:
-                self._children[child.pid] = child
+                self._children[ident] = child
             return child
 
     def close(self) -> None:

@@ -93,15 +93,12 @@ class WorkerProcess:
         self.scratch = scratch
         self.over_scratch = ""  # why the host killed it for what it wrote into its scratch ("" if it did not)
         scratch.mkdir(parents=True, exist_ok=True)
-        command_read, self._command_write = os.pipe()
-        self._event_read, event_write = os.pipe()
-        lifeline_read, self._lifeline = os.pipe()  # never written: the worker sees EOF when the host dies
-        fds = (command_read, event_write, lifeline_read)
+        fds = self._new_pipes()
         # -P: the working directory (the worker's scratch) is never on the import path, so nothing written
         # there can stand in for a module the worker imports.
         if prefix and sandbox.kind == "unshare":  # the tool must run in the jail the worker sees (worker/launch.py)
             prefix = [sys.executable, "-P", "-m", "kevin_tui.evaluator.worker.launch", *prefix]
-        argv = [*prefix, sys.executable, "-P", "-m", "kevin_tui.evaluator.worker.main", role, *map(str, fds)]
+        main = [*prefix, sys.executable, "-P", "-m", "kevin_tui.evaluator.worker.main", role]
         env = {**env, "PYTHONPATH": str(package_root()), "KEVIN_WORKER_LIMITS": json.dumps(limits.as_dict())}
         all_binds = [*system_binds(), *binds, Bind(str(scratch), writable=True)]
         jail_root = scratch / ".jail-root"
@@ -120,6 +117,11 @@ class WorkerProcess:
         try:
             nursery = nursery_for(env) if sandbox.kind == "unshare" and not prefix else None
             warm = self._warm(nursery, env, (*fds, log)) if nursery else None
+            if nursery and warm is None:  # a fork the nursery made too late may hold those pipes: new ones
+                for fd in (*fds, self._command_write, self._event_read, self._lifeline):
+                    os.close(fd)
+                passed = fds = self._new_pipes()  # (a filter is bwrap's, and bwrap is never warm)
+            argv = [*main, *map(str, fds)]
             self.proc: subprocess.Popen[bytes] | Spawned = warm or subprocess.Popen(
                 self.group.wrap(sandbox.command(argv, all_binds, str(scratch), filter_fd)),
                 stdin=subprocess.DEVNULL,
@@ -140,6 +142,13 @@ class WorkerProcess:
         self.events: queue.Queue[Arrived | ProtocolViolation | EOFError] = queue.Queue(MAX_QUEUED_EVENTS)
         self.started = threading.Event()
         threading.Thread(target=self._read, name=f"kevin-{role}-reader", daemon=True).start()
+
+    def _new_pipes(self) -> tuple[int, int, int]:
+        """The worker's ends of its command, event and lifeline pipes; the host keeps the others."""
+        command_read, self._command_write = os.pipe()
+        self._event_read, event_write = os.pipe()
+        lifeline_read, self._lifeline = os.pipe()  # never written: the worker sees EOF when the host dies
+        return command_read, event_write, lifeline_read
 
     def _warm(self, nursery: Nursery, env: dict[str, str], fds: tuple[int, ...]) -> Spawned | None:
         """The worker forked from the nursery (host/nursery.py), or None to start it cold: the same sandbox,

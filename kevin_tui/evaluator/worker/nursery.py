@@ -56,7 +56,7 @@ def serve(sock: socket.socket) -> None:
     os.set_blocking(wake, False)
     signal.set_wakeup_fd(wake)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    children: set[int] = set()
+    children: dict[int, int] = {}  # pid: the host's id of its spawn request
     while True:
         ready: list[int] = []
         with contextlib.suppress(InterruptedError):
@@ -81,20 +81,20 @@ def serve(sock: socket.socket) -> None:
             pid = os.fork()
             if pid == 0:
                 _become_worker(request, fds, sock, (woken, wake))
-            children.add(pid)
+            children[pid] = request["id"]
             _send(sock, {"spawned": request["id"], "pid": pid})
         for fd in fds:
             os.close(fd)
 
 
-def _report_exits(sock: socket.socket, children: set[int]) -> None:
+def _report_exits(sock: socket.socket, children: dict[int, int]) -> None:
+    """Each exit under the id of the request that made the child, which no later child shares (a pid can be)."""
     for pid in list(children):
         with contextlib.suppress(ChildProcessError):
             done, status = os.waitpid(pid, os.WNOHANG)
             if done == 0:
                 continue
-            children.discard(pid)
-            _send(sock, {"exited": pid, "returncode": os.waitstatus_to_exitcode(status)})
+            _send(sock, {"exited": children.pop(pid), "returncode": os.waitstatus_to_exitcode(status)})
 
 
 def _send(sock: socket.socket, message: dict[str, Any]) -> None:
