@@ -10,6 +10,9 @@
 #                                     up to where a CUDA device is needed: every test collects, every
 #                                     import resolves, every command starts. --rehearse --full also runs
 #                                     the sandbox steps' tests (minutes on 2 cores).
+#   scripts/gpu-check.sh --generation where vLLM and Kevin-32B's weights are (KEVIN_TUI_GPU_MODEL names them;
+#                                     the lent image has neither): decode speed with and without n-gram
+#                                     speculative decoding (bench/generation_bench.py; two vLLM starts, minutes)
 #
 # The GPU image (see the device notes) has Python 3.12, torch 2.11.0+cu130, nvcc 13, ninja, pytest, rich,
 # pygments, Nsight Compute and compute-sanitizer, but no textual, GitPython or bubblewrap and no network.
@@ -27,9 +30,10 @@ while [ $# -gt 0 ]; do
     case $1 in
         --prepare) MODE=prepare ;;
         --rehearse) MODE=rehearse ;;
+        --generation) MODE=generation ;;
         --full) FULL=1 ;;
         --step) shift; STEP=("$@"); break ;;  # internal: one step's function, under its budget (see step)
-        *) echo "usage: scripts/gpu-check.sh [--prepare | --rehearse [--full]]" >&2; exit 2 ;;
+        *) echo "usage: scripts/gpu-check.sh [--prepare | --rehearse [--full] | --generation]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -238,6 +242,15 @@ write_script(Path('$work/script.json'), PLANS[:3], turns=2)" || return
     return 0
 }
 
+generation() {  # not a step of the lent machine's run: vLLM and 66 GB of weights are not on its image
+    local model=${KEVIN_TUI_GPU_MODEL:-}
+    [ -n "$model" ] || { echo "set KEVIN_TUI_GPU_MODEL to Kevin-32B's weights (a directory or a hub name)" >&2; exit 2; }
+    python3 -c "import vllm" 2>/dev/null || { echo "vLLM is not installed: pip install 'kevin-tui[vllm]'" >&2; exit 2; }
+    mkdir -p "$report"
+    PYTHONPATH="$ROOT" python3 bench/generation_bench.py --model "$model" --rounds 3 --max-tokens 1024 \
+        | tee "$report/generation.log"
+}
+
 run_checks() {
     mkdir -p "$report"
     : > "$report/summary.txt"
@@ -269,6 +282,8 @@ import choose; choose('bwrap')" >/dev/null 2>&1; then
     step batch 30 more.log batch_on_gpu
     step bench 15 more.log starts python3 bench/eval_bench.py --device cuda --candidate tests/candidates/relu_cuda.py \
         --problem "$KEVIN_TUI_KERNELBENCH/$RELU"
+    # (decode speed with and without n-gram drafts needs vLLM and the weights: `--generation` where they are)
+    [ "$MODE" = rehearse ] && python3 bench/generation_bench.py --help | head -1
     echo "exit $status" | tee -a "$report/summary.txt"
     exit $status
 }
@@ -284,4 +299,5 @@ case $MODE in
         run_checks
         ;;
     run) run_checks ;;
+    generation) generation ;;
 esac
