@@ -55,7 +55,7 @@ from kevin_tui.evaluator.host.workers import (
     describe_exit,
     spares_paused,
 )
-from kevin_tui.evaluator.protocol import OUTPUT_FILE_SLACK, ProtocolViolation, round_file
+from kevin_tui.evaluator.protocol import OUTPUT_FILE_SLACK, ROUNDING_MODES, ProtocolViolation, round_file
 from kevin_tui.evaluator.verdict import Check, EnvironmentProblem, Status, Timing, Verdict, Warning_
 from kevin_tui.ranking import speed_class
 
@@ -348,7 +348,7 @@ class HostRun:
         verdict.evidence["precision"] = self.precision
         candidate, reference = self.precision["candidate"], self.precision["reference"]
         if bits := self.precision.get("rounded_bits"):
-            mode = "toward zero" if self.precision.get("toward_zero") else "to nearest"
+            mode = ROUNDING_MODES[int(self.precision.get("rounding_mode", 0))]
             verdict.warnings.append(Warning_("lower_precision", (
                 f"computes in lower precision? its outputs match a float64 computation on the inputs rounded {mode} "
                 f"to {bits:.0f} mantissa bits (float32 keeps 23): its error against that uses "
