@@ -44,3 +44,24 @@ def test_inputs_in_a_block_floating_point_format_are_lower_precision(build_cache
     verdict = _evaluate(MATMUL, "matmul256_block_scaled_19_bits", build_cache, timing=False)
     assert verdict.status is Status.CORRECT, verdict.message
     assert "lower_precision" in {w.code for w in verdict.warnings}, verdict.evidence.get("precision")
+
+
+@pytest.mark.parametrize(
+    ("name", "named"),
+    [
+        ("matmul256_scaled_input_cut_to_18_bits", "rounded to nearest to 18 mantissa bits"),
+        ("honest_matmul256_scaled_input", None),
+    ],
+)
+def test_a_problem_that_changes_its_inputs_keeps_its_trials_float64_results(build_cache, name, named):
+    """On the CPU the reference's forward changed the very tensors kept as a trial's inputs, so the trial's float64
+    result (precision evidence, the judge's fallback) was computed from inputs it had already changed: both errors
+    against it were huge and alike, and an 18-bit cut got no warning. The reference runs on a copy now."""
+    verdict = _evaluate(HERE / "problems" / "matmul256_scales_its_input.py", name, build_cache, timing=False)
+    assert verdict.status is Status.CORRECT, verdict.message
+    precision = verdict.evidence.get("precision") or {}
+    warnings = {w.code: w.message for w in verdict.warnings}
+    if named is None:
+        assert "lower_precision" not in warnings and precision.get("candidate", 1) < 1, (warnings, precision)
+    else:
+        assert named in warnings.get("lower_precision", ""), (warnings, precision)
