@@ -1,13 +1,14 @@
-"""Red team 24: the rounded-inputs probe and kernels whose rounding of the inputs it did not try
-(tests/candidates/redteam24/)."""
+"""Red team 24: the rounded-inputs probe and the roundings it did not try, a problem changing its inputs in place
+(its float64 results), and the C++ text scan under --strict (literals, trigraphs) (tests/candidates/redteam24/)."""
 
 from __future__ import annotations
 
 import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
+from kevin_tui.evaluator.host.static_checks import cpp_torch_compute
 from kevin_tui.problem import load_problem
-from tests.conftest import CANDIDATES, PROBLEMS
+from tests.conftest import CANDIDATES, PROBLEMS, RELU
 
 HERE = CANDIDATES / "redteam24"
 MATMUL = PROBLEMS / "matmul_256.py"
@@ -65,3 +66,45 @@ def test_a_problem_that_changes_its_inputs_keeps_its_trials_float64_results(buil
         assert "lower_precision" not in warnings and precision.get("candidate", 1) < 1, (warnings, precision)
     else:
         assert named in warnings.get("lower_precision", ""), (warnings, precision)
+
+
+def test_an_op_named_in_a_message_is_no_pytorch_compute(build_cache):
+    """honest_relu_cpp_naming_ops_in_messages.py: a plain C++ ReLU whose error messages name `torch.relu(x)` and
+    `at::relu(x)` was rejected under --strict as PyTorch compute (the C++ scan read literals, and the module's Python
+    strings, as code)."""
+    verdict = _evaluate(RELU, "honest_relu_cpp_naming_ops_in_messages", build_cache, timing=False, strict=True)
+    assert verdict.status is Status.CORRECT, verdict.message
+
+
+def test_the_trigraph_flag_is_refused(build_cache):
+    """relu_cpp_trigraph_paste.py: `-trigraphs` makes g++ read `??=??=` as the paste operator the text scan refuses
+    as `##`, so the scan and the compiler read other texts; the flag is refused before anything is built."""
+    verdict = _evaluate(RELU, "relu_cpp_trigraph_paste", build_cache, timing=False, strict=True)
+    assert verdict.status is Status.COMPILE_ERROR, verdict.message
+    assert "trigraph" in verdict.message, verdict.message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'TORCH_CHECK(ok, "as torch.relu(x) would");',
+        'const char* why = "at::relu(x)";',
+        "auto c = 'x'; const char* why = R\"m(x.matmul(w))m\";",
+    ],
+)
+def test_literals_name_no_compute_in_the_cpp_scan(text):
+    assert cpp_torch_compute(text) == [], text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'const char* s = "a"; auto y = at::relu(x); const char* t = "b";',
+        "char q = '\"'; auto y = x.matmul(w);",
+        "py::eval(\"__import__('torch').relu\")",
+        'PyRun_SimpleString("import torch")',
+        'auto unit = torch::jit::compile("def f(x):\\n    return torch.relu(x)");',
+    ],
+)
+def test_code_between_literals_and_python_reached_from_a_literal_are_still_found(text):
+    assert cpp_torch_compute(text), text
