@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
+from kevin_tui.evaluator.host.candidate_run import _less_precise
 from kevin_tui.evaluator.host.static_checks import cpp_torch_compute
 from kevin_tui.problem import load_problem
 from tests.conftest import CANDIDATES, PROBLEMS, RELU
@@ -108,3 +109,14 @@ def test_literals_name_no_compute_in_the_cpp_scan(text):
 )
 def test_code_between_literals_and_python_reached_from_a_literal_are_still_found(text):
     assert cpp_torch_compute(text), text
+
+
+def test_the_measurement_kept_is_the_one_furthest_over_the_warnings_bar():
+    """Of the two measurements (a secret trial, a secret timed call) the one with the larger error was kept, and the
+    warning asked of it alone: a call 25x the reference's share (a warning) lost to one where the reference erred
+    more too (6x, none), though both measured the same kernel."""
+    narrow = {"candidate": 0.5, "reference": 0.02}
+    noisier_call = {"candidate": 0.6, "reference": 0.1}
+    assert _less_precise(narrow, noisier_call) and not _less_precise(noisier_call, narrow)
+    matched = {"candidate": 0.3, "reference": 0.1, "rounded_bits": 18.0, "rounding_mode": 0.0, "rounding_match": 0.2}
+    assert _less_precise(matched, narrow) and not _less_precise(narrow, matched)
