@@ -26,6 +26,9 @@ MAX_LIST_ITEMS = 100_000
 # An output file the candidate writes may hold at most twice the reference's outputs for it, plus this (the
 # record's names and headers): a file with a hole reads as all of its size, in the reference's memory and time.
 OUTPUT_FILE_SLACK = 16 << 20
+# The directions the rounded-inputs probe rounds in (worker/rounding_probe.py); its evidence names one by its index
+# here (`rounding_mode`), as a precision event carries numbers only.
+ROUNDING_MODES = ("to nearest", "toward zero", "away from zero", "toward +infinity", "toward -infinity")
 
 # Statuses a candidate worker may report about itself. "compiled" and "correct" are never among them.
 CANDIDATE_FAILURES = frozenset({"format_error", "compile_error", "runtime_error", "incorrect", "rejected"})

@@ -144,6 +144,15 @@ def _linker_option(text: str) -> bool:
     return True
 
 
+# Flags under which the compiler reads trigraphs (`??=??=` is `##`, `??'` is `^`, `??/` a backslash) before anything
+# else: `-trigraphs`, and the ISO modes before C++17 (and C's). The host's scans of the text (cpp_text, static_checks)
+# read it as C++17 does; with them, a name was pasted past the finding that refuses `##`
+# (tests/candidates/redteam24/relu_cpp_trigraph_paste.py). torch's headers need C++17 anyway.
+TRIGRAPHS = re.compile(
+    r"-trigraphs|-ansi|--?std=(?:c\+\+(?:98|03|0x|11|1y|14)|c(?:89|90|99|9x|11|1x|17|18)|iso9899:\S*)"
+)
+
+
 def check_link_flags(flags: list[str]) -> None:
     for flag in flags:
         if flag.startswith("-Wl,") and _linker_option(flag[4:]):
@@ -179,6 +188,9 @@ def normalise_flags(flags: list[str]) -> list[str]:
                     raise FlagRefused(
                         f"the flag {token!r} is not allowed: it makes the compiler run or write elsewhere"
                     )
+                if TRIGRAPHS.fullmatch(part):
+                    raise FlagRefused(f"the flag {token!r} is not allowed: it turns on trigraphs (`??=` read as "
+                                      "`#`), and the host reads the sources as C++17 does, without them")  # fmt: skip
     return [token for unit in kept for token in unit]
 
 

@@ -54,7 +54,7 @@ from kevin_tui.evaluator.host.workers import (
     WorkerTimeout,
     spares_paused,
 )
-from kevin_tui.evaluator.protocol import OUTPUT_FILE_SLACK, ProtocolViolation, round_file
+from kevin_tui.evaluator.protocol import OUTPUT_FILE_SLACK, ROUNDING_MODES, ProtocolViolation, round_file
 from kevin_tui.evaluator.verdict import Check, EnvironmentProblem, Status, Timing, Verdict, Warning_
 from kevin_tui.processes import describe_exit
 from kevin_tui.ranking import speed_class
@@ -78,11 +78,17 @@ PRECISION_FLOOR = 0.1
 
 def _less_precise(new: dict[str, float], old: dict[str, float]) -> bool:
     """A measurement that matched a rounding of the inputs (worker/rounding_probe.py) outranks one that did not;
-    otherwise the larger error does."""
+    otherwise the one further over the warning's bar does (`precision_evidence`): by the larger error alone, a call
+    whose reference erred more too (0.6 of the tolerance, the reference's 0.1) hid one 25x the reference's."""
     matched_new, matched_old = "rounded_bits" in new, "rounded_bits" in old
     if matched_new != matched_old:
         return matched_new
-    return new["candidate"] > old["candidate"]
+    return _over_the_bar(new) > _over_the_bar(old)
+
+
+def _over_the_bar(found: dict[str, float]) -> float:
+    """A measurement's error as a share of what makes a `lower_precision` warning (over 1: a warning)."""
+    return found["candidate"] / max(PRECISION_RATIO * found["reference"], PRECISION_FLOOR)
 
 
 class Decided(Exception):
@@ -348,12 +354,12 @@ class HostRun:
         verdict.evidence["precision"] = self.precision
         candidate, reference = self.precision["candidate"], self.precision["reference"]
         if bits := self.precision.get("rounded_bits"):
-            mode = "toward zero" if self.precision.get("toward_zero") else "to nearest"
+            mode = ROUNDING_MODES[int(self.precision.get("rounding_mode", 0))]
             verdict.warnings.append(Warning_("lower_precision", (
                 f"computes in lower precision? its outputs match a float64 computation on the inputs rounded {mode} "
                 f"to {bits:.0f} mantissa bits (float32 keeps 23): its error against that uses "
                 f"{self.precision.get('rounding_match', 0):.0%} of its error against the exact result")))  # fmt: skip
-        elif candidate > max(PRECISION_RATIO * reference, PRECISION_FLOOR):
+        elif _over_the_bar(self.precision) > 1:
             verdict.warnings.append(Warning_("lower_precision", (
                 f"computes in lower precision? against a float64 reference its error uses {candidate:.0%} of the "
                 f"tolerance, the float32 reference's own {reference:.1%}")))  # fmt: skip

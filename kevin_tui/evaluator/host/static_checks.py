@@ -101,6 +101,8 @@ CPP_DISPATCH = re.compile(
     # C++ calling back into Python (a module imported, an attribute called by name): torch.relu is one `.attr` away
     r"|\bmodule_?::import\b|\.\s*attr\s*\(|\bPy(?:Import|Run)_\w+|\bPy_CompileString\w*|\bPyEval_EvalCode\w*"
     r"|\bPyObject_(?:GetAttr|Vectorcall|Call)\w*|\b(?:py|pybind11)::(?:eval|exec)\b|__import__"
+    # TorchScript made from text in C++ (`torch::jit::compile("... torch.relu(x)")`): compute a literal names, run
+    r"|\bjit\s*::\s*(?:compile|load|parseIR|parse_ir|import_ir_module)\b|\bCompilationUnit\b"
 )
 
 # The preprocessor's token pasting builds a name the text never spells (`J(PyObject_, CallFunctionObjArgs)` with
@@ -200,15 +202,19 @@ def string_constants(tree: ast.AST) -> list[str]:
 
 
 def code_strings(tree: ast.AST) -> list[str]:
-    """The string constants that are not docstrings: the C++/CUDA sources among them (a docstring may name
-    `at::relu` to say what a kernel replaces)."""
+    """The string constants that are not docstrings nor the messages of an `assert` or a `raise`: the C++/CUDA sources
+    among them (a docstring may name `at::relu` to say what a kernel replaces, a message what input it expects:
+    `"the input x.relu() gets"` was read as a tensor method). What is built is read again as built (`torch_calls`)."""
     holders = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-    docs = {
+    words = {
         id(node.body[0].value) for node in ast.walk(tree)
         if isinstance(node, holders) and node.body and isinstance(node.body[0], ast.Expr)
     }  # fmt: skip
+    messages = [node.msg for node in ast.walk(tree) if isinstance(node, ast.Assert) and node.msg is not None]
+    messages += [node.exc for node in ast.walk(tree) if isinstance(node, ast.Raise) and node.exc is not None]
+    words |= {id(n) for message in messages for n in ast.walk(message)}
     return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-            and id(n) not in docs]  # fmt: skip
+            and id(n) not in words]  # fmt: skip
 
 
 def compute_operator(name: str) -> bool:
@@ -321,8 +327,12 @@ def own_struct_receivers(text: str, receivers: set[str]) -> set[str]:
 
 def cpp_torch_compute(text: str) -> list[str]:
     """PyTorch compute and dispatcher tricks in C++/CUDA source text (comments dropped), by name, once each:
-    what `--strict` rejects as PyTorch compute in the extension."""
-    text = strip_c_comments(text)
+    what `--strict` rejects as PyTorch compute in the extension. Compute is read in the code alone: a literal calls
+    nothing, and an error message naming `at::relu(x)` rejected an honest kernel
+    (tests/candidates/redteam24/honest_relu_cpp_naming_ops_in_messages.py); what reaches Python is read in the
+    literals too (`__import__` in a string handed to the interpreter)."""
+    with_literals = strip_c_comments(text)
+    text = code_only(text)
     found: list[str] = []
     for match in CPP_CALL.finditer(text):
         chain = match.group(1).split("::")
@@ -336,8 +346,8 @@ def cpp_torch_compute(text: str) -> list[str]:
                if m.group(1).removesuffix("_") in CPP_METHODS]  # fmt: skip
     own = own_struct_receivers(text, {receiver for _, receiver in methods})
     found += [f".{method}()" for method, receiver in methods if receiver not in own]
-    found += [m.group(0) for m in CPP_DISPATCH.finditer(text)]
-    if PASTE.search(code_only(text)):
+    found += [m.group(0) for m in CPP_DISPATCH.finditer(with_literals)]
+    if PASTE.search(text):
         found.append("## (names pasted by the preprocessor, which this scan cannot read)")
     return list(dict.fromkeys(found))
 
@@ -809,7 +819,8 @@ def _static_findings(source: str) -> list[Warning_]:
 
     if not _builds(tree, aliases):
         add("no_custom_kernel", "no custom kernel: no load_inline/load call and no @triton.jit function")
-    cpp_calls = [f"{name} (C++)" for name in cpp_torch_compute("\n".join(code_strings(tree)))]
+    # each string on its own, as a source the compiler reads: joined, a message's quote opened a literal in the next
+    cpp_calls = [f"{n} (C++)" for n in dict.fromkeys(n for t in code_strings(tree) for n in cpp_torch_compute(t))]
     if ops := _compute_calls(tree, aliases) + cpp_calls:
         add("torch_compute_ops", f"the candidate computes with PyTorch ops: {', '.join(ops[:6])}")
     if found := _library_compute(tree, aliases):

@@ -168,9 +168,12 @@ class Reference:
         return out
 
     def expected(self, args: list[Any]) -> Any:
-        """The reference's output on `args` (as drawn, on the CPU), copied as it returns."""
+        """The reference's output on `args` (as drawn, on the CPU), copied as it returns. It runs on a copy: `args`
+        are kept as a trial's inputs, whose float64 result is computed from them when asked, and on the CPU moving
+        them to the device is no copy, so a problem changing its inputs in place changed the kept ones (its float64
+        results were of other inputs: tests/candidates/redteam24/matmul256_scaled_input_cut_to_18_bits.py)."""
         with no_modes():
-            return snapshot(self.forward(common.to_device(args, self.device)))
+            return snapshot(self.forward(common.to_device(common.clone(args), self.device)))
 
     def keep(self, evaluation: int, name: str, args: list[Any], out: Any, values: dict[str, int]) -> tuple[str, int]:
         """An expected output beyond the trials' (another size's, a fresh sample's) kept to judge against, with its
@@ -256,7 +259,9 @@ class Reference:
         import copy
 
         keep: Rounding = rounding or (lambda t: t)
-        widened = [keep(a).double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+        # a copy of every input (the probe runs the problem many times on the same kept inputs, which it may change)
+        widened = [keep(a).double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                   for a in common.clone(args)]  # fmt: skip
         try:
             model = copy.deepcopy(self.model)
             if parameters is not None:

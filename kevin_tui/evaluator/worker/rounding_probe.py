@@ -9,8 +9,10 @@ honest kernel's rounding errors are its own and lie no closer to any such result
 notably larger than the reference's, the reference worker computes the problem in float64 on its inputs (and
 parameters) rounded to each width in turn and reports a width whose result the candidate matches.
 
-What it sees: every floating float32 input and parameter rounded alike, to nearest or toward zero. A kernel that
-rounds only some operands, or adds noise to its error, is not matched here (the README's "not prevented").
+What it sees: every floating float32 input and parameter rounded alike, in each direction a conversion can round
+(`ROUNDING_MODES`: to nearest and toward zero only, it matched no kernel rounding away from zero or toward an
+infinity, tests/candidates/redteam24/). A kernel that rounds only some operands, scales blocks of values by a shared
+exponent, or adds noise to its error, is not matched here (the README's "not prevented").
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 import torch
 
+from kevin_tui.evaluator.protocol import ROUNDING_MODES
 from kevin_tui.evaluator.worker.judge import rms_share
 
 Rounding = Callable[[torch.Tensor], torch.Tensor]
@@ -34,16 +37,27 @@ WIDTHS = range(22, 9, -1)  # mantissa bits kept (float32 has 23; TF32 and float1
 BUDGET_S = 5.0  # float64 runs of the problem, at most this long in all (a large problem probes fewer widths)
 
 
-def mantissa_rounding(bits: int, toward_zero: bool) -> Rounding:
-    """Round float32 tensors to `bits` explicit mantissa bits (others unchanged), as a narrower format does."""
+# What each direction adds to a magnitude's bits before the cut, on positive and on negative values: half the cut
+# (to nearest), nothing (truncation, toward zero) or all but one of it (away from zero).
+CARRIES = {
+    "to nearest": ("half", "half"), "toward zero": ("none", "none"), "away from zero": ("all", "all"),
+    "toward +infinity": ("all", "none"), "toward -infinity": ("none", "all"),
+}  # fmt: skip
+
+
+def mantissa_rounding(bits: int, mode: str) -> Rounding:
+    """Round float32 tensors to `bits` explicit mantissa bits (others unchanged) in direction `mode` (one of
+    `ROUNDING_MODES`), as a narrower format does; on the bits of sign and magnitude."""
     shift = 23 - bits
-    half = 0 if toward_zero else 1 << (shift - 1)
+    sizes = {"half": 1 << (shift - 1), "none": 0, "all": (1 << shift) - 1}
+    positive, negative = (sizes[carry] for carry in CARRIES[mode])
 
     def rounded(t: torch.Tensor) -> torch.Tensor:
         if t.dtype != torch.float32:
             return t
         i = t.contiguous().view(torch.int32)
-        return (((i + half) >> shift) << shift).view(torch.float32)
+        carry = (i >= 0).to(torch.int32) * (positive - negative) + negative if positive != negative else positive
+        return (((i + carry) >> shift) << shift).view(torch.float32)
 
     return rounded
 
@@ -59,13 +73,13 @@ def rounded_match(
     best: dict[str, float] | None = None
     started = time.perf_counter()
     for bits in WIDTHS:
-        for toward_zero in (False, True):
+        for index, mode in enumerate(ROUNDING_MODES):
             if time.perf_counter() - started > BUDGET_S:
                 return best
-            out = rounded(mantissa_rounding(bits, toward_zero))
+            out = rounded(mantissa_rounding(bits, mode))
             share = rms_share(out, got, dtype_of, atol, rtol)
             if share is None or share >= MATCH_SHARE * exact:
                 continue
             if best is None or share / exact < best["rounding_match"]:
-                best = {"rounded_bits": bits, "toward_zero": float(toward_zero), "rounding_match": share / exact}
+                best = {"rounded_bits": bits, "rounding_mode": float(index), "rounding_match": share / exact}
     return best
