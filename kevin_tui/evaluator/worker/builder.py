@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import glob
 import re
+import shlex
 import sys
 import sysconfig
 import time
 from pathlib import Path
 from typing import Any
 
+from kevin_tui.evaluator.worker import nvcc_parallel
 from kevin_tui.evaluator.worker.channel import Channel
 from kevin_tui.evaluator.worker.common import EnvironmentProblem, log_stage, short_traceback
 from kevin_tui.evaluator.worker.compiler_stream import run_ninja_streamed
@@ -110,6 +112,25 @@ def _link_given_binding() -> None:
     cpp_extension._run_ninja_build = without_binding_compile
 
 
+NVCC_LINE = re.compile(r"^nvcc = (.+)$", re.M)
+
+
+def _nvcc_in_parallel() -> None:
+    """Make torch's ninja run compile .cu files through nvcc_parallel.py, which runs nvcc's own host and
+    device steps side by side (the same machine code; plain nvcc on anything unexpected)."""
+    from torch.utils import cpp_extension
+
+    run_ninja = cpp_extension._run_ninja_build
+    driver = f"{shlex.quote(sys.executable)} {shlex.quote(nvcc_parallel.__file__)}"
+
+    def with_driver(build_directory: str, verbose: bool, error_prefix: str) -> None:
+        ninja = Path(build_directory) / "build.ninja"
+        ninja.write_text(NVCC_LINE.sub(lambda m: f"nvcc = {driver} {m[1]}", ninja.read_text(), count=1))
+        run_ninja(build_directory, verbose, error_prefix)
+
+    cpp_extension._run_ninja_build = with_driver
+
+
 class Builder:
     def __init__(self, request: dict[str, Any]) -> None:
         self.spec = request["spec"]
@@ -141,6 +162,8 @@ class Builder:
             require_cuda_toolchain()
             toolkit_fallbacks(spec)
         _compile_only()
+        if cuda:
+            _nvcc_in_parallel()
         if self.binding_given:
             _link_given_binding()
         implicit = not spec["no_implicit_headers"]
