@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -200,18 +199,16 @@ def same_file(a: Path, b: Path) -> bool:
 
 def main(argv: list[str]) -> int:
     nvcc, args = argv[0], argv[1:]
-    scratch = Path(tempfile.mkdtemp(prefix="nvcc-parallel-"))
     try:
-        the_plan = plan(nvcc, args, scratch)
-        status = run_parallel(the_plan) if the_plan is not None else None
-        if status is not None:
-            return status
-        if the_plan is not None:
-            print("note: nvcc_parallel: the two passes' module ids differ; running nvcc as it is", file=sys.stderr)
+        with tempfile.TemporaryDirectory(prefix="nvcc-parallel-", ignore_cleanup_errors=True) as scratch:
+            the_plan = plan(nvcc, args, Path(scratch))
+            status = run_parallel(the_plan) if the_plan is not None else None
+            if status is not None:
+                return status
+            if the_plan is not None:
+                print("note: nvcc_parallel: the two passes' module ids differ; running nvcc as it is", file=sys.stderr)
     except Exception as exc:  # this driver's own fault must never fail a build that nvcc would pass
         print(f"note: nvcc_parallel: {type(exc).__name__}: {exc}; running nvcc as it is", file=sys.stderr)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     return subprocess.run([nvcc, *args]).returncode
 
 
