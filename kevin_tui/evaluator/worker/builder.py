@@ -5,7 +5,8 @@ already checked and normalised; loading the library (and running its static init
 the candidate worker. It tries the light CUDA headers first (a failing light build falls back to the
 standard headers, remembered per directory), and uses a precompiled torch/extension.h for g++, which
 it sees read-only. When the host has put a checked `main.o` of the same binding unit into its directory
-(host/bindings.py), it links that one instead of compiling main.cpp. The same role, asked for `pch`, is
+(host/bindings.py), it links that one instead of compiling main.cpp. nvcc runs through nvcc_parallel.py,
+which runs nvcc's host and device passes side by side. The same role, asked for `pch`, is
 the trusted step that makes such a header: it compiles only torch's header, into a fresh directory the
 host then checks and stores.
 """
