@@ -5,7 +5,8 @@ already checked and normalised; loading the library (and running its static init
 the candidate worker. It tries the light CUDA headers first (a failing light build falls back to the
 standard headers, remembered per directory), and uses a precompiled torch/extension.h for g++, which
 it sees read-only. When the host has put a checked `main.o` of the same binding unit into its directory
-(host/bindings.py), it links that one instead of compiling main.cpp. The same role, asked for `pch`, is
+(host/bindings.py), it links that one instead of compiling main.cpp. nvcc runs through nvcc_parallel.py,
+which runs nvcc's host and device passes side by side. The same role, asked for `pch`, is
 the trusted step that makes such a header: it compiles only torch's header, into a fresh directory the
 host then checks and stores.
 """
@@ -14,12 +15,14 @@ from __future__ import annotations
 
 import glob
 import re
+import shlex
 import sys
 import sysconfig
 import time
 from pathlib import Path
 from typing import Any
 
+from kevin_tui.evaluator.worker import nvcc_parallel
 from kevin_tui.evaluator.worker.channel import Channel
 from kevin_tui.evaluator.worker.common import EnvironmentProblem, log_stage, short_traceback
 from kevin_tui.evaluator.worker.compiler_stream import run_ninja_streamed
@@ -110,6 +113,25 @@ def _link_given_binding() -> None:
     cpp_extension._run_ninja_build = without_binding_compile
 
 
+NVCC_LINE = re.compile(r"^nvcc = (.+)$", re.M)
+
+
+def _nvcc_in_parallel() -> None:
+    """Make torch's ninja run compile .cu files through nvcc_parallel.py, which runs nvcc's own host and
+    device steps side by side (the same machine code; plain nvcc on anything unexpected)."""
+    from torch.utils import cpp_extension
+
+    run_ninja = cpp_extension._run_ninja_build
+    driver = f"{shlex.quote(sys.executable)} {shlex.quote(nvcc_parallel.__file__)}"
+
+    def with_driver(build_directory: str, verbose: bool, error_prefix: str) -> None:
+        ninja = Path(build_directory) / "build.ninja"
+        ninja.write_text(NVCC_LINE.sub(lambda m: f"nvcc = {driver} {m[1]}", ninja.read_text(), count=1))
+        run_ninja(build_directory, verbose, error_prefix)
+
+    cpp_extension._run_ninja_build = with_driver
+
+
 class Builder:
     def __init__(self, request: dict[str, Any]) -> None:
         self.spec = request["spec"]
@@ -141,6 +163,8 @@ class Builder:
             require_cuda_toolchain()
             toolkit_fallbacks(spec)
         _compile_only()
+        if cuda:
+            _nvcc_in_parallel()
         if self.binding_given:
             _link_given_binding()
         implicit = not spec["no_implicit_headers"]

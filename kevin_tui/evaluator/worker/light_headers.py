@@ -12,6 +12,12 @@ source calls one of the few functions Functions.h defines itself. We derive that
 and try it first; a build failure falls back to the standard headers (the caller does that), so the
 light prelude can only save time, except when the failure is the candidate's own: names that no header
 defines (`undefined_names`), which the standard headers would fail on too, after another ~40 s.
+Each op header also includes ATen/Context.h, DeviceGuard.h, TensorUtils.h and TracerMode.h, for no
+definition of its own (its inline functions only call `at::_ops::<op>::call`), and those are 15% of
+a light build's text: where no header of the source's own could include an op header again, the prelude
+has the op headers' own text without those four (read from the installed torch, so the definitions are
+torch's). A source that needs one of those (EXTRAS: at::DeviceGuard, getCurrentCUDAStream...) gets the
+op headers included as they are.
 A successful light build is the same code: only declarations differ, never definitions.
 """
 
@@ -38,7 +44,21 @@ EXTRAS = (
     (re.compile(r"c10::Half|at::Half"), "c10/util/Half.h"),
     (re.compile(r"c10::BFloat16|at::BFloat16"), "c10/util/BFloat16.h"),
     (re.compile(r"std::vector"), "vector"),
+    (re.compile(r"\b(DeviceGuard|OptionalDeviceGuard|device_of)\b"), "ATen/DeviceGuard.h"),
+    (re.compile(r"\b(globalContext|at::Context)\b"), "ATen/Context.h"),
+    (
+        re.compile(r"\b(TensorArg|CheckedFrom|check\w*(Dim|Size|Same\w*|Contiguous|Device|Type|Numel|Defined))\b"),
+        "ATen/TensorUtils.h",
+    ),
 )
+# What an op header includes that none of its definitions needs (see the module's docstring).
+UNUSED_BY_OP_HEADERS = re.compile(
+    r"^\s*#\s*include\s*<ATen/(Context|DeviceGuard|TensorUtils|TracerMode)\.h>\s*$\n?"
+    r"|^\s*#\s*pragma\s+once\s*$\n?",  # the prelude is no header: the pragma would only warn
+    re.M,
+)
+OP_HEADER_INCLUDE = re.compile(r"^\s*#\s*include\s*<ATen/ops/(\w+)\.h>\s*$", re.M)
+TORCH_INCLUDE = re.compile(r'^\s*#\s*include\s*(<(ATen|c10|torch|caffe2)/|")', re.M)
 
 
 @cache
@@ -72,13 +92,36 @@ def functions_header_own() -> frozenset[str]:
     return frozenset(re.findall(r"^inline [\w:<>, ]+?[ &*](\w+)\(", text, re.M))
 
 
-def tensor_operators(names: set[str]) -> list[str]:
+@cache
+def op_header_text(path: str) -> str | None:
+    """A torch header (TensorOperators.h, an op header) as the prelude's own text: the four headers no op
+    header's definition needs left out, each op header it includes in its text too (its `_ops.h`
+    declarations stay included); None if one is unreadable."""
+    try:
+        text = UNUSED_BY_OP_HEADERS.sub("", (torch_include_dir() / path).read_text())
+    except OSError:
+        return None
+    parts, end = [], 0
+    for match in OP_HEADER_INCLUDE.finditer(text):
+        if match[1].endswith("_ops"):
+            continue
+        if (included := op_header_text(f"ATen/ops/{match[1]}.h")) is None:
+            return None
+        parts += [text[end : match.start()], included]
+        end = match.end()
+    return "".join([*parts, text[end:]])
+
+
+def tensor_operators(names: set[str], copied: bool) -> list[str]:
     """ATen/TensorOperators.h with only the op header it uses (empty_like), not all of ATen/Functions.h,
-    unless the source calls a function that only Functions.h defines (or it cannot be read)."""
+    unless the source calls a function that only Functions.h defines (or it cannot be read); `copied`:
+    as the prelude's own text (op_header_text)."""
     own = functions_header_own()
     if not own or names & own:
         return ["#include <ATen/TensorOperators.h>"]
-    return ["#define AT_PER_OPERATOR_HEADERS", "#include <ATen/TensorOperators.h>", "#undef AT_PER_OPERATOR_HEADERS"]
+    text = op_header_text("ATen/TensorOperators.h") if copied else None
+    return ["#define AT_PER_OPERATOR_HEADERS", text or "#include <ATen/TensorOperators.h>",
+            "#undef AT_PER_OPERATOR_HEADERS"]  # fmt: skip
 
 
 def light_prelude(cuda_sources: list[str]) -> str | None:
@@ -89,15 +132,26 @@ def light_prelude(cuda_sources: list[str]) -> str | None:
     ops_dir = torch_include_dir() / "ATen" / "ops"
     called = set(OP_CALL.findall(text))
     ops = sorted(name for name in called if (ops_dir / f"{name}.h").exists())
+    extras = [header for pattern, header in EXTRAS if pattern.search(text)]
+    # ATen/cuda/CUDAContext.h, for one, includes ATen/ops/empty_like.h: copies only where nothing may
+    copied = not TORCH_INCLUDE.search(without_heavy_includes(text)) and not any(
+        header.startswith(("ATen/", "c10/cuda/")) for header in extras
+    )
+    operators = tensor_operators(called, copied)
     lines = [
         "#include <ATen/core/Tensor.h>",
-        *tensor_operators(called),  # host code writes `x / norm.sqrt()`; without it: the slow full build
+        *operators,  # host code writes `x / norm.sqrt()`; without it: the slow full build
         "#include <c10/util/Exception.h>",
         "#include <cuda.h>",
         "#include <cuda_runtime.h>",
     ]
-    lines += [f"#include <ATen/ops/{op}.h>" for op in ops]
-    lines += [f"#include <{header}>" for pattern, header in EXTRAS if pattern.search(text)]
+    copied = copied and len(operators) == 3 and not operators[1].startswith("#include")
+    for op in ops:
+        if copied and op == "empty_like":
+            continue  # its text is in the operators' already
+        own_text = op_header_text(f"ATen/ops/{op}.h") if copied else None
+        lines.append(own_text or f"#include <ATen/ops/{op}.h>")
+    lines += [f"#include <{header}>" for header in extras]
     lines += ["namespace torch {", "using namespace at;", torch_aliases(), "}  // namespace torch"]
     return "\n".join(lines)
 
