@@ -30,7 +30,7 @@ from kevin_tui.evaluator.host.decisions import Finding, decide, finding_of, over
 from kevin_tui.evaluator.host.options import EvalOptions
 from kevin_tui.evaluator.host.reference import ReferenceLost, ReferenceWorker
 from kevin_tui.evaluator.host.sandbox import Bind
-from kevin_tui.evaluator.host.scratch import WorkerFiles, given_dir, hand_out
+from kevin_tui.evaluator.host.scratch import InTheWay, WorkerFiles, given_dir, hand_out
 from kevin_tui.evaluator.host.speed_of_light import against_the_bound
 from kevin_tui.evaluator.host.static_checks import cpp_torch_compute
 from kevin_tui.evaluator.host.timing import (
@@ -216,9 +216,12 @@ class HostRun:
         return self.files.move_to(reported, self.context.inbox, taken, expected)
 
     def give_input(self, reported: str, name: str) -> Path:
-        """A file the reference worker wrote (in its outbox), moved into the candidate's scratch as `name`."""
+        """A file the reference worker wrote (in its outbox), moved into the candidate's scratch as `name`; what the
+        candidate put under that name is its protocol violation, anything else the reference's."""
         try:
             return self.reference.outbox().move_to(reported, self.files, name)
+        except InTheWay:
+            raise
         except ProtocolViolation as exc:
             raise ReferenceLost(f"the reference worker {exc}") from None
 
