@@ -6,8 +6,13 @@ it should get is decided by the host's handling alone; each honest one must stay
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import queue
 import random
 import shutil
+import threading
 
 import pytest
 
@@ -15,6 +20,8 @@ from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.evaluator.host.candidate_run import speed_figures
 from kevin_tui.evaluator.host.scratch import InTheWay, WorkerFiles
 from kevin_tui.evaluator.host.timing import Round, Side
+from kevin_tui.evaluator.host.workers import MAX_QUEUED_BYTES, MAX_QUEUED_EVENTS, Queued, WorkerProcess
+from kevin_tui.evaluator.protocol import ProtocolViolation
 from kevin_tui.problem import load_problem
 from tests.conftest import CANDIDATES, RELU
 
@@ -104,3 +111,48 @@ def test_an_honest_kernel_keeps_its_speedup_over_torch_compile():
         verdict = speed_figures(timed(40.0, 20.0, 10.0, control_ms, 0.01), "cpu", seed=1)
         low, _ = verdict.details["speedup_compile_interval"]
         assert low > 1.5 and verdict.speedup_compile == pytest.approx(2.0, rel=0.05), verdict.details
+
+
+# -- the events a worker sends before the host asks for them ----------------------------------------------------
+
+
+def reader(events: int) -> WorkerProcess:
+    """The host's real reader of a candidate worker's events, on a pipe into which `events` 1 MB events are written
+    (until the reader stops reading)."""
+    worker = WorkerProcess.__new__(WorkerProcess)
+    read_fd, write_fd = os.pipe()
+    worker.role, worker._event_read = "candidate", read_fd
+    worker.events, worker.started, worker._queued = queue.Queue(MAX_QUEUED_EVENTS), threading.Event(), Queued()
+    threading.Thread(target=worker._read, daemon=True).start()
+
+    def write() -> None:
+        with contextlib.suppress(BrokenPipeError):
+            for _ in range(events):
+                os.write(write_fd, MEGABYTE_EVENT)
+        os.close(write_fd)
+
+    threading.Thread(target=write, daemon=True).start()
+    return worker
+
+
+MEGABYTE_EVENT = json.dumps({"event": "load_failed", "name": "x", "message": "m" * ((1 << 20) - 100)}).encode() + b"\n"
+
+
+def test_events_the_host_has_not_asked_for_are_held_only_up_to_a_bound_in_bytes():
+    """Each event may be 1 MB and the reader queued up to 10,000 of them whatever their size: a candidate's thread
+    writing valid `load_failed` events while the host waited on its build (or the judge) held up to 10 GB of the
+    host's memory. Past MAX_QUEUED_BYTES unread, it is a protocol violation (here after ~64 of 100 such events)."""
+    worker = reader(100)
+    items = []
+    while not isinstance(item := worker.events.get(timeout=60), ProtocolViolation | EOFError):
+        items.append(item)
+    assert isinstance(item, ProtocolViolation) and "MB of events" in str(item), (len(items), item)
+    assert len(items) * len(MEGABYTE_EVENT) <= MAX_QUEUED_BYTES
+
+
+def test_events_taken_as_they_come_are_never_too_many():
+    """The honest counterpart: the same 100 MB of events, each taken by the host as it arrives, all arrive."""
+    worker = reader(100)
+    taken = [worker.arrival(60) for _ in range(100)]
+    assert all(a.event["event"] == "load_failed" for a in taken)
+    assert isinstance(worker.events.get(timeout=60), EOFError)  # the end of the pipe, not a violation
