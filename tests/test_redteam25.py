@@ -13,11 +13,14 @@ import queue
 import random
 import shutil
 import threading
+import time
+from pathlib import Path
 
 import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.evaluator.host.candidate_run import speed_figures
+from kevin_tui.evaluator.host.reference import ReferenceWorker
 from kevin_tui.evaluator.host.scratch import InTheWay, WorkerFiles
 from kevin_tui.evaluator.host.timing import Round, Side
 from kevin_tui.evaluator.host.workers import MAX_QUEUED_BYTES, MAX_QUEUED_EVENTS, Queued, WorkerProcess
@@ -156,3 +159,39 @@ def test_events_taken_as_they_come_are_never_too_many():
     taken = [worker.arrival(60) for _ in range(100)]
     assert all(a.event["event"] == "load_failed" for a in taken)
     assert isinstance(worker.events.get(timeout=60), EOFError)  # the end of the pipe, not a violation
+
+
+# -- the reference's own measurements while a candidate runs ------------------------------------------------------
+
+
+def test_the_candidate_is_stopped_while_the_reference_measures_the_cpus_peaks(tmp_path, monkeypatch):
+    """The CPU's peaks (memory bandwidth, FP32 rate) are measured once per machine, after the first timed candidate,
+    and kept in the cache directory for every later evaluation's speed-of-light bound. They were measured with that
+    candidate running: its thread's copies (logged with CLOCK_MONOTONIC) ran through the measurement. Now none starts,
+    and the peaks are still measured and kept."""
+    windows: list[tuple[float, float]] = []
+    ask = ReferenceWorker.ask
+
+    def timed_ask(self, command, *names):
+        started = time.monotonic()
+        try:
+            return ask(self, command, *names)
+        finally:
+            if command.get("cmd") == "measure_peaks":
+                windows.append((started, time.monotonic()))
+
+    monkeypatch.setattr(ReferenceWorker, "ask", timed_ask)
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(RELU, project / "relu.py")
+    options = EvalOptions(device="cpu", timing_trials=30, shapes="off", timeout_s=120, cache_dir=tmp_path / "cache")
+    with Evaluator(load_problem(project / "relu.py"), options, prespawn=False) as evaluator:
+        verdict = evaluator.evaluate((HERE / "copies_memory_while_its_worker_waits.py").read_text())
+        log = Path(evaluator._candidate_log).read_text() if evaluator._candidate_log else ""
+    assert verdict.status == Status.CORRECT, verdict.message
+    assert len(windows) == 1 and (tmp_path / "cache" / "machine.json").is_file(), windows
+    copies = [float(line.split()[1]) for line in log.splitlines() if line.startswith("copy ")]
+    assert copies, log[-2000:]  # it did copy while its worker waited (in the trials' judging)
+    ((begin, end),) = windows
+    started_during = [c for c in copies if begin < c < end]  # one stopped mid-copy started before, and ends after
+    assert not started_during, (len(started_during), len(copies), windows)

@@ -707,8 +707,11 @@ class HostRun:
 
     def against_the_bound(self, verdict: Verdict, device: str) -> Verdict:
         """Where the timings stand against the speed of light: below the reference's work is a warning,
-        below writing the outputs (on CUDA) a rejection."""
-        bound = self.reference.bound()
+        below writing the outputs (on CUDA) a rejection. The candidate is stopped while the reference measures this
+        CPU's peaks (once per machine, kept in the cache directory for every later evaluation): a thread of its own
+        that copied memory whenever its worker waited made them low for good, and every later kernel's bound too."""
+        with self.worker.held():
+            bound = self.reference.bound()
         if bound is None:
             return verdict
         verdict.evidence["speed_of_light"] = bound.evidence(verdict.reference_ms, verdict.candidate_ms)
