@@ -211,6 +211,11 @@ def plain_name(name: str) -> bool:
     return PLAIN_NAME.fullmatch(name) is not None
 
 
+class InTheWay(ProtocolViolation):
+    """The worker whose directory the host moves or writes a file into got in its way: something of its own stood
+    under the file's name (a directory where its next input goes), or the file was gone or replaced as it landed."""
+
+
 class WorkerFiles:
     """One worker's directory as the host touches it: the only way the host moves, writes or reads a file
     there. Every name is the host's (a path a worker reports must be exactly the one expected), every
@@ -243,12 +248,22 @@ class WorkerFiles:
         return info
 
     def move_to(self, reported: str, target: WorkerFiles, name: str, expected: str | None = None) -> Path:
-        """Move the file a worker reported out of its reach into `target` as `name`; its new path."""
+        """Move the file a worker reported out of its reach into `target` as `name`; its new path. A rename that
+        fails, or lands another file, is the doing of a worker, never the host's error: `InTheWay` where it is the
+        target's worker's (`clear_way`; what stands at `name` once the rename is done), else a ProtocolViolation."""
         source = self.name_of(reported, expected)
         info = self._own_file(source)
-        os.rename(source, name, src_dir_fd=self.fd, dst_dir_fd=target.fd)
-        if os.stat(name, dir_fd=target.fd, follow_symlinks=False).st_ino != info.st_ino:
-            raise ProtocolViolation(f"{source} was swapped while it was being taken")
+        try:
+            os.rename(source, name, src_dir_fd=self.fd, dst_dir_fd=target.fd)
+        except OSError as exc:
+            target.clear_way(name, exc)
+            raise ProtocolViolation(f"{source} could not be taken ({exc.strerror})") from None
+        try:
+            landed = os.stat(name, dir_fd=target.fd, follow_symlinks=False).st_ino
+        except OSError:
+            landed = None
+        if landed != info.st_ino:
+            raise InTheWay(f"{source} was swapped while it was being taken, or {name} as soon as it landed")
         return target.path(name)
 
     def read(self, reported: str, expected: str | None = None) -> bytes:
@@ -260,6 +275,16 @@ class WorkerFiles:
                 raise ProtocolViolation(f"{name} is not a plain file")
             return handle.read()
 
+    def clear_way(self, name: str, exc: OSError) -> None:
+        """Raise `InTheWay` where something stands under `name` here, which is what the host's `exc` met (a source
+        that vanished, ENOENT, is not the target's doing)."""
+        if exc.errno == errno.ENOENT:
+            return
+        with contextlib.suppress(OSError):
+            os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+            raise InTheWay(f"{name} in the worker's own directory is something the host cannot replace, which the "
+                           f"worker put there ({exc.strerror})")  # fmt: skip
+
     def remove(self, name: str) -> None:
         """Remove `name` from this directory if it is there (a link itself, never what it points to; whatever the
         worker put there that is no file is left for its scratch's bound and removal)."""
@@ -270,9 +295,13 @@ class WorkerFiles:
         """A new file of the host's in this directory (whatever stood under that name is replaced, not followed)."""
         if not plain_name(name):
             raise ValueError(f"not a plain file name: {name!r}")
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(name, dir_fd=self.fd)
-        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=self.fd)
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=self.fd)
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=self.fd)
+        except OSError as exc:
+            self.clear_way(name, exc)
+            raise
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         return self.path(name)

@@ -46,6 +46,9 @@ EXIT_GRACE_S = 5.0  # for a worker asked to exit, before it is killed
 SCRATCH_POLL_S = 0.2  # how often a watched worker's scratch is measured
 MAX_SCRATCH_ENTRIES = 20_000
 MAX_QUEUED_EVENTS = 10_000
+# The bytes of the events read and not yet taken: each may be 1 MB (MAX_EVENT_BYTES), and a candidate's thread writing
+# valid ones while the host waited on its build or the judge queued up to 10,000 of them, 10 GB of the host's memory.
+MAX_QUEUED_BYTES = 64 << 20
 _live: set[WorkerProcess] = set()  # started and not yet killed: what kill_workers_under can reach
 _live_lock = threading.Lock()
 _spares: set[WorkerProcess] = set()  # held as spares, not yet claimed: what spares_paused pauses
@@ -71,6 +74,21 @@ class Arrived:
 
     event: dict[str, Any]
     at: float
+    size: int = 0  # the bytes of its line, held by the host until it is taken
+
+
+class Queued:
+    """The bytes of a worker's events read and not yet taken (its reader adds, the host's taking subtracts)."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self._lock = threading.Lock()
+
+    def add(self, size: int) -> bool:
+        """Count `size` more (fewer, when negative); False when that is more than MAX_QUEUED_BYTES."""
+        with self._lock:
+            self.bytes += size
+            return self.bytes <= MAX_QUEUED_BYTES
 
 
 class WorkerProcess:
@@ -140,6 +158,7 @@ class WorkerProcess:
         with _live_lock:
             _live.add(self)
         self.events: queue.Queue[Arrived | ProtocolViolation | EOFError] = queue.Queue(MAX_QUEUED_EVENTS)
+        self._queued = Queued()
         self.started = threading.Event()
         threading.Thread(target=self._read, name=f"kevin-{role}-reader", daemon=True).start()
 
@@ -258,7 +277,10 @@ class WorkerProcess:
                     if event["event"] == "started" and not self.started.is_set():
                         self.started.set()
                         continue
-                    self.events.put(Arrived(event, at), timeout=5)
+                    if not self._queued.add(len(line)):
+                        raise ProtocolViolation(f"more than {MAX_QUEUED_BYTES >> 20} MB of events the host had not "
+                                                "asked for yet")  # fmt: skip
+                    self.events.put(Arrived(event, at, len(line)), timeout=5)
                 except ProtocolViolation as exc:
                     self._put_last(exc)
                     return
@@ -313,6 +335,7 @@ class WorkerProcess:
             self._put_last(item)
             code = self.returncode()
             raise WorkerGone(code, f"the worker {describe_exit(code)}")
+        self._queued.add(-item.size)
         return item
 
     def wait_started(self, timeout: float) -> None:
