@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
+from kevin_tui.evaluator.host import nursery as nurseries
 from kevin_tui.evaluator.host.workers import spares_paused
 from kevin_tui.problem import ProblemError, load_problem
 from kevin_tui.processes import descendants, process_state
@@ -288,9 +289,12 @@ def test_with_two_spares_a_burst_of_evaluations_each_takes_a_worker_already_star
         assert logs == [worker.log_path for worker in spares] and len(set(logs)) == 2
 
 
-def test_spares_still_starting_are_stopped_while_a_kernel_is_timed(relu):
+def test_spares_still_starting_are_stopped_while_a_kernel_is_timed(relu, monkeypatch):
     """`spares_paused` (around every timing) stops each process of a spare still importing torch, one
-    held before it began and one held during it, and lets both finish starting once it ends."""
+    held before it began and one held during it, and lets both finish starting once it ends. Cold starts: a
+    worker forked warm is ready in hundredths of a second, before it could be caught starting (a nursery still
+    importing is stopped the same way: tests/test_nursery.py)."""
+    monkeypatch.setenv(nurseries.DISABLE, "1")
     early, _ = relu.spawn_candidate_worker()
     early.hold_as_spare()
     late = None
