@@ -259,9 +259,10 @@ class Reference:
         import copy
 
         keep: Rounding = rounding or (lambda t: t)
-        # a copy of every input (the probe runs the problem many times on the same kept inputs, which it may change)
-        widened = [keep(a).double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
-                   for a in common.clone(args)]  # fmt: skip
+        # a copy of every input, made once (the probe runs the problem many times on the same kept inputs, which it
+        # may change): the widening copies a float tensor, even one already float64
+        widened = [keep(a).to(torch.float64, copy=True) if isinstance(a, torch.Tensor) and a.is_floating_point()
+                   else common.clone(a) for a in args]  # fmt: skip
         try:
             model = copy.deepcopy(self.model)
             if parameters is not None:
