@@ -1,5 +1,5 @@
 """Probe (tests/test_redteam12.py): a problem whose `get_init_inputs` reports, as the reason it cannot run, how many
-page faults four 64 MB tensors (made and freed in turn, after eight others) cost in the reference worker: 65,536 with
+page faults four 64 MB tensors (made and freed in turn, after 24 others) cost in the reference worker: 65,536 with
 glibc's defaults, 0 with worker/allocator.py's settings, as in the candidate's (redteam12/probe_page_faults.py)."""
 
 import resource
@@ -27,5 +27,5 @@ def get_inputs():
 
 
 def get_init_inputs():
-    faults_over(8)
+    faults_over(24)
     raise RuntimeError(f"page faults: {faults_over(4)}")
