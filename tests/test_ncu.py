@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import stat
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -130,8 +129,7 @@ def test_the_ncu_pass_runs_the_worker_under_the_tool_in_the_sandbox(tmp_path, bu
     with Evaluator(relu_problem, options) as evaluator:
         verdict = evaluator.evaluate(source)
         assert verdict.status is Status.CORRECT, verdict.message
-        inputs = (Path(evaluator.last_log).parent / "in-0.kt").read_bytes()
-        found = ncu.ncu_pass(evaluator.tool_run, str(tool), inputs, source)
+        found = ncu.ncu_pass(evaluator.tool_run, str(tool), evaluator.reference_sample(), source)
     assert found["kernels"][0]["name"] == "relu_kernel", found
     assert found["kernels"][0]["memory_pct"] == 91.2
     lines = evidence_lines({"ncu": found})
@@ -148,6 +146,23 @@ def test_a_worker_that_dies_under_the_tool_gives_a_reason_not_a_crash(tmp_path, 
     source = candidate("relu_cpp.py")
     with Evaluator(relu_problem, options) as evaluator:
         assert evaluator.evaluate(source).status is Status.CORRECT
-        inputs = (Path(evaluator.last_log).parent / "in-0.kt").read_bytes()
-        found = ncu.ncu_pass(evaluator.tool_run, str(tool), inputs, source)
+        found = ncu.ncu_pass(evaluator.tool_run, str(tool), evaluator.reference_sample(), source)
     assert "ERR_NVGPUCTRPERM" in found["skipped"]
+
+
+def test_the_pass_profiles_inputs_from_the_reference_not_the_candidates_scratch(tmp_path, build_cache, relu_problem):
+    """ncu_inputs_rewritten.py replaces its scratch's first-trial inputs with a 1x1 tensor; the pass runs on a sample
+    the host read from the reference worker's outbox, at the problem's size."""
+    tool = tmp_path / "ncu"
+    tool.write_text(STAND_IN.format(python=sys.executable, text=ncu_log({"relu_kernel": RELU_KERNEL})))
+    tool.chmod(0o755)
+    options = EvalOptions(device="cpu", timing=False, ncu=str(tool), cache_dir=build_cache)
+    source = candidate("ncu_inputs_rewritten.py")
+    with Evaluator(relu_problem, options, prespawn=False) as evaluator:
+        verdict = evaluator.evaluate(source)
+        assert verdict.status is Status.CORRECT, verdict.message
+        scratch = evaluator.fresh_scratch("ncu")
+        evaluator.nsight(verdict, source, scratch, progress=False)
+        seen = set((scratch / "shapes-seen.txt").read_text().split())
+    assert verdict.evidence["ncu"]["kernels"][0]["name"] == "relu_kernel", verdict.evidence
+    assert seen and "(1, 1)" not in seen, seen

@@ -192,7 +192,7 @@ def test_the_gate_runs_one_forward_under_the_tool_in_the_sandbox(tmp_path, build
     with Evaluator(relu_problem, options, prespawn=False) as evaluator:
         verdict = evaluator.evaluate(source)
         assert verdict.status is Status.CORRECT, verdict.message
-        inputs = Path(evaluator.last_log).parent / "in-0.kt"
+        inputs = evaluator.reference_sample()
         result = sanitizer.sanitize_pass(evaluator.tool_run, str(tool), ("memcheck", "racecheck"), inputs, source)
     assert list(result["tools"]) == ["memcheck"], result  # the first finding decides: racecheck never ran
     first = sanitizer.first_finding(result)
@@ -209,7 +209,7 @@ def test_a_worker_that_dies_under_the_tool_is_no_clean_bill(tmp_path, build_cach
     source = candidate("relu_cpp.py")
     with Evaluator(relu_problem, options, prespawn=False) as evaluator:
         assert evaluator.evaluate(source).status is Status.CORRECT
-        inputs = Path(evaluator.last_log).parent / "in-0.kt"
+        inputs = evaluator.reference_sample()
         result = sanitizer.sanitize_pass(evaluator.tool_run, str(tool), ("memcheck",), inputs, source)
     entry = result["tools"]["memcheck"]
     assert entry["findings"] == [] and entry["failure"] and "no summary" in entry["skipped"]

@@ -300,16 +300,14 @@ class Evaluator:
         if once.is_set():
             return
         once.set()
-        run.worker.empty_scratch(keep=("in-0.kt",))  # the first trial's inputs: what the profiling tools run on
+        run.worker.empty_scratch()
         if spare:
             self._start_spares()
 
     def _nsight_wanted(self) -> bool:
         return self.options.profile and self.options.ncu != "off" and self.device.startswith("cuda")
 
-    def nsight(
-        self, found: Verdict, candidate_files: WorkerFiles, source: str, scratch: Path, progress: bool = True
-    ) -> None:
+    def nsight(self, found: Verdict, source: str, scratch: Path, progress: bool = True) -> None:
         """Nsight Compute's digest of the kernels of one call of a correct CUDA kernel, as evidence, with the
         profile (see host/ncu.py), in `scratch`."""
         if (tool := find_ncu(self.options.ncu)) is None:
@@ -318,13 +316,18 @@ class Evaluator:
         if progress:
             self.on_progress("ncu", "profiling the kernels with Nsight Compute")
         started = time.perf_counter()
-        try:
-            inputs = candidate_files.read(str(candidate_files.path("in-0.kt")), "in-0.kt")
-        except ProtocolViolation as exc:
-            found.evidence["ncu"] = {"skipped": f"the first trial's inputs are gone: {exc}"}
-            return
-        found.evidence["ncu"] = ncu_pass(self.tool_run, tool, inputs, source, scratch)
+        found.evidence["ncu"] = ncu_pass(self.tool_run, tool, self.reference_sample(), source, scratch)
         found.phases_s["ncu"] = round(time.perf_counter() - started, 3)
+
+    def reference_sample(self) -> bytes:
+        """One call's inputs, drawn by the reference worker from a fresh secret seed, as the host read them from its
+        outbox: what the tools' passes run on. Never a file from the candidate's scratch, which its process could
+        have rewritten after its trials."""
+        paths = self.reference.ask(
+            {"cmd": "trials", "eval": next(self.counter), "seed": secrets.randbits(62), "fresh": 1, "duplicates": 0},
+            "trials_ready",
+        )["paths"]
+        return self.reference.outbox().read(paths[0])
 
     def sanitize(self, source: str, tools: Sequence[str]) -> dict[str, Any]:
         """One forward call of `source` under each compute-sanitizer tool, on fresh inputs from the reference
@@ -336,11 +339,7 @@ class Evaluator:
                     "it on PATH; --sanitize off to skip)"}  # fmt: skip
         self.on_progress("sanitize", f"compute-sanitizer {', '.join(tools)}")
         started = time.perf_counter()
-        paths = self.reference.ask(
-            {"cmd": "trials", "eval": next(self.counter), "seed": secrets.randbits(62), "fresh": 1, "duplicates": 0},
-            "trials_ready",
-        )["paths"]
-        result = sanitize_pass(self.tool_run, tool, tuple(tools), Path(paths[0]), source)
+        result = sanitize_pass(self.tool_run, tool, tuple(tools), self.reference_sample(), source)
         result["seconds"] = round(time.perf_counter() - started, 3)
         return result
 

@@ -76,7 +76,7 @@ class CandidateEvidence:
             self.run.check_shapes(found)
         elif name == "ncu":
             self._done(True)  # before the Nsight Compute pass, which runs the candidate again in a worker of its own
-            self.evaluator.nsight(found, self.run.files, self.run.source, self.ncu_scratch, not self.run.quiet)
+            self.evaluator.nsight(found, self.run.source, self.ncu_scratch, not self.run.quiet)
 
     def cancel(self) -> None:
         """From any thread: kill what runs now (the waiting thread gets WorkerGone and returns)."""

@@ -23,7 +23,6 @@ from typing import Any
 from kevin_tui.evaluator.host import decisions
 from kevin_tui.evaluator.host.candidate_run import Decided, OpenToolRun
 from kevin_tui.evaluator.host.reference import ReferenceLost
-from kevin_tui.evaluator.host.scratch import WorkerFiles
 from kevin_tui.evaluator.host.tools import find_tool, install_binds, read_log
 from kevin_tui.evaluator.host.workers import WorkerGone, WorkerTimeout
 from kevin_tui.evaluator.protocol import ProtocolViolation
@@ -202,7 +201,7 @@ def summary(result: dict[str, Any]) -> str:
     return text
 
 
-def run_tool(open_run: OpenToolRun, sanitizer: str, tool: str, inputs: Path, source: str) -> dict[str, Any]:
+def run_tool(open_run: OpenToolRun, sanitizer: str, tool: str, inputs: bytes, source: str) -> dict[str, Any]:
     """One forward call under one tool, in a fresh sandboxed worker."""
     run = open_run(f"sanitize-{tool}", source, partial(scratch_prefix, sanitizer, tool), install_binds(sanitizer),
                    WORKER_ENV)  # fmt: skip
@@ -211,7 +210,7 @@ def run_tool(open_run: OpenToolRun, sanitizer: str, tool: str, inputs: Path, sou
     failure = None
     try:
         run.files.write("candidate.py", source.encode())
-        run.files.write("in-0.kt", WorkerFiles(inputs.parent).read(str(inputs)))
+        run.files.write("in-0.kt", inputs)
         run.load()
         run.enter("sanitize")
         worker.send({"cmd": "sanitize", "inputs": str(scratch / "in-0.kt")})
@@ -230,7 +229,7 @@ def run_tool(open_run: OpenToolRun, sanitizer: str, tool: str, inputs: Path, sou
     return tool_result(log, tool, failure)
 
 
-def sanitize_pass(open_run: OpenToolRun, sanitizer: str, tools: tuple[str, ...], inputs: Path, source: str) -> dict:
+def sanitize_pass(open_run: OpenToolRun, sanitizer: str, tools: tuple[str, ...], inputs: bytes, source: str) -> dict:
     """Every tool in turn; stops at the first that finds something (one finding decides)."""
     results: dict[str, Any] = {}
     for tool in tools:

@@ -247,19 +247,17 @@ class WorkerProcess:
 
         threading.Thread(target=watch, name=f"kevin-{self.role}-scratch", daemon=True).start()
 
-    def empty_scratch(self, keep: tuple[str, ...] = ()) -> None:
-        """Once the killed worker is gone, remove everything in its scratch but its log and the files named in
-        `keep`, on a thread: what a candidate wrote there is no longer needed, and an evaluator (a batch) lives
-        for many candidates."""
+    def empty_scratch(self) -> None:
+        """Once the killed worker is gone, remove everything in its scratch but its log, on a thread: what a
+        candidate wrote there is no longer needed, and an evaluator (a batch) lives for many candidates."""
         started = list(self._teardown)
-        kept = {self.log_path.name, *keep}
 
         def empty() -> None:
             for thread in started:
                 thread.join(30)
             with contextlib.suppress(OSError):
                 for entry in list(self.scratch.iterdir()):
-                    if entry.name in kept:
+                    if entry.name == self.log_path.name:
                         continue
                     remove_tree(entry)
 
