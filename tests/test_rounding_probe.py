@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 
 from kevin_tui.evaluator.protocol import ROUNDING_MODES
-from kevin_tui.evaluator.worker.rounding_probe import mantissa_rounding, rounded_match
+from kevin_tui.evaluator.worker.rounding_probe import block_rounding, mantissa_rounding, rounded_match
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +19,12 @@ def operands() -> tuple[torch.Tensor, torch.Tensor]:
 
 def _match(a: torch.Tensor, b: torch.Tensor, got: torch.Tensor) -> dict[str, float] | None:
     precise = a.double() @ b.double()
-    return rounded_match(lambda rounding: rounding(a).double() @ rounding(b).double(), precise, got, a @ b, None, None)
+    operands = {"input 0": tuple(a.shape), "input 1": tuple(b.shape)}
+
+    def rounded(plan):
+        return plan("input 0", a).double() @ plan("input 1", b).double()
+
+    return rounded_match(rounded, operands, precise, got, a @ b, None, None)
 
 
 def test_rounding_keeps_the_asked_bits_and_rounds_in_the_asked_direction():
@@ -55,3 +62,48 @@ def test_honest_float32_sums_in_any_order_match_no_rounding(operands):
         reversed_sum += a[:, k : k + 1] * b[k : k + 1, :]
     for got in (a @ b, serial, reversed_sum):
         assert _match(a, b, got) is None
+
+
+def test_a_block_format_shares_the_largest_binade_of_each_block():
+    x = torch.tensor([[4.0 + 2**-3, 1 + 2**-5, -(2**-7), 0.0], [2**-30, 2**-31 + 2**-40, 0.0, 0.0]])
+    by_rows = block_rounding(3, 4, 1, "to nearest")(x)  # blocks of four along each row; 3 bits below the largest
+    assert by_rows.tolist() == [[4.0, 1.0, 0.0, 0.0], [2**-30, 2**-31, 0.0, 0.0]]
+    in_pairs = block_rounding(3, 2, 1, "to nearest")(x)  # -2**-7 is the largest of its own block: kept
+    assert in_pairs[0].tolist() == [4.0, 1.0, -(2**-7), 0.0]
+    toward_zero = block_rounding(4, 4, 1, "toward zero")(torch.tensor([[-1.99, 0.99, 0.2, 0.01]]))
+    assert toward_zero.tolist() == [[-1.9375, 0.9375, 0.1875, 0.0]]  # steps of 2**-4: the largest is 1.x
+    by_columns = block_rounding(3, 2, 0, "to nearest")(x)  # a column's two values share a scale
+    assert by_columns[1, 0] == 0.0 and by_columns[0, 0] == 4.0
+    assert block_rounding(3, 2, 1, "to nearest")(torch.tensor([1.5], dtype=torch.float16)).dtype == torch.float16
+
+
+@pytest.mark.parametrize(("bits", "block"), [(19, 32), (17, 16)])
+def test_an_output_of_inputs_in_a_block_format_matches_that_format(operands, bits, block):
+    """A along its rows (dimension 1) and B along its columns (dimension 0): each along the sum's dimension, as a
+    block-scaled matmul stores them; no rounding of every operand alike matches it."""
+    a, b = operands
+    got = block_rounding(bits, block, 1, "to nearest")(a) @ block_rounding(bits, block, 0, "to nearest")(b)
+    found = _match(a, b, got)
+    assert found is not None and found["rounded_bits"] == bits and found["rounded_block"] == block, found
+    assert found["rounded_operands"] == 2 and found["rounding_match"] < 0.5, found
+
+
+def test_a_kernel_rounding_one_operand_only_matches_that_operands_rounding(operands):
+    a, b = operands
+    found = _match(a, b, a @ mantissa_rounding(16, "toward zero")(b))
+    assert found is not None and found["rounded_bits"] == 16 and found["rounded_block"] == 0, found
+    assert (found["rounded_operands"], found["operands"]) == (1, 2), found
+
+
+def test_the_probe_of_an_honest_kernel_keeps_to_its_budget(operands, monkeypatch):
+    """Every rounding tried on a kernel that matches none: the search stops at its budget, whatever is left."""
+    from kevin_tui.evaluator.worker import rounding_probe
+
+    a, b = operands
+    monkeypatch.setattr(rounding_probe, "BUDGET_S", 0.3)
+    serial = torch.zeros(128, 128)
+    for k in range(128):
+        serial += a[:, k : k + 1] * b[k : k + 1, :]
+    started = time.perf_counter()
+    assert _match(a, b, serial) is None
+    assert time.perf_counter() - started < 0.3 + 0.5

@@ -86,6 +86,18 @@ def _less_precise(new: dict[str, float], old: dict[str, float]) -> bool:
     return _over_the_bar(new) > _over_the_bar(old)
 
 
+def rounding_named(found: dict[str, float]) -> str:
+    """The input rounding the probe matched (worker/rounding_probe.py), in words."""
+    bits, mode = found["rounded_bits"], ROUNDING_MODES[int(found.get("rounding_mode", 0))]
+    rounded, operands = int(found.get("rounded_operands", 1)), int(found.get("operands", 1))
+    which = "the inputs" if rounded >= operands else f"{rounded} of its {operands} operands (inputs and parameters)"
+    if block := found.get("rounded_block"):
+        return (f"{which} in a block format (in the largest, every {block:.0f} values along dimension "
+                f"{found.get('rounded_dim', 0):.0f} share one scale; {bits:.0f} fraction bits below the block's "
+                f"largest, rounded {mode})")  # fmt: skip
+    return f"{which} rounded {mode} to {bits:.0f} mantissa bits (float32 keeps 23)"
+
+
 def _over_the_bar(found: dict[str, float]) -> float:
     """A measurement's error as a share of what makes a `lower_precision` warning (over 1: a warning)."""
     return found["candidate"] / max(PRECISION_RATIO * found["reference"], PRECISION_FLOOR)
@@ -356,11 +368,10 @@ class HostRun:
             return
         verdict.evidence["precision"] = self.precision
         candidate, reference = self.precision["candidate"], self.precision["reference"]
-        if bits := self.precision.get("rounded_bits"):
-            mode = ROUNDING_MODES[int(self.precision.get("rounding_mode", 0))]
+        if self.precision.get("rounded_bits"):
             verdict.warnings.append(Warning_("lower_precision", (
-                f"computes in lower precision? its outputs match a float64 computation on the inputs rounded {mode} "
-                f"to {bits:.0f} mantissa bits (float32 keeps 23): its error against that uses "
+                "computes in lower precision? its outputs match a float64 computation on "
+                f"{rounding_named(self.precision)}: its error against that uses "
                 f"{self.precision.get('rounding_match', 0):.0%} of its error against the exact result")))  # fmt: skip
         elif _over_the_bar(self.precision) > 1:
             verdict.warnings.append(Warning_("lower_precision", (

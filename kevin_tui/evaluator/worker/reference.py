@@ -23,7 +23,7 @@ from kevin_tui.evaluator.worker.channel import Channel
 from kevin_tui.evaluator.worker.guards import IdentityGuard, RoundWatch
 from kevin_tui.evaluator.worker.inputs import TimedInputs, near_duplicate, sample, trial_inputs
 from kevin_tui.evaluator.worker.judge import judge_trial, tolerance_share, typed_numbers, widest_float
-from kevin_tui.evaluator.worker.rounding_probe import BAND, Rounding, rounded_match
+from kevin_tui.evaluator.worker.rounding_probe import BAND, Plan, rounded_match
 from kevin_tui.evaluator.worker.tensorfile import TensorFileError
 from kevin_tui.evaluator.worker.timing_loop import Timer
 
@@ -249,33 +249,39 @@ class Reference:
         self.first_args = inputs[0]
         self.channel.emit("trials_ready", paths=paths)
 
-    def in_float64(
-        self, args: list[Any], parameters: dict[str, Any] | None = None, rounding: Rounding | None = None
-    ) -> Any:
+    def in_float64(self, args: list[Any], parameters: dict[str, Any] | None = None, plan: Plan | None = None) -> Any:
         """The reference's output in float64 (a copy of the model, with `parameters` if given, inputs widened):
-        what a candidate's error and the float32 reference's own are measured against. With `rounding`, the
-        inputs and parameters are rounded by it first (worker/rounding_probe.py). None where the problem
-        cannot run so."""
+        what a candidate's error and the float32 reference's own are measured against. With `plan`, the inputs
+        ("input 0", ...) and parameters and buffers (by name) are rounded by it first (worker/rounding_probe.py).
+        None where the problem cannot run so."""
         import copy
 
-        keep: Rounding = rounding or (lambda t: t)
+        keep: Plan = plan or (lambda name, t: t)
         # a copy of every input, made once (the probe runs the problem many times on the same kept inputs, which it
         # may change): the widening copies a float tensor, even one already float64
-        widened = [keep(a).to(torch.float64, copy=True) if isinstance(a, torch.Tensor) and a.is_floating_point()
-                   else common.clone(a) for a in args]  # fmt: skip
+        widened = [keep(f"input {i}", a).to(torch.float64, copy=True)
+                   if isinstance(a, torch.Tensor) and a.is_floating_point() else common.clone(a)
+                   for i, a in enumerate(args)]  # fmt: skip
         try:
             model = copy.deepcopy(self.model)
             if parameters is not None:
                 model.load_state_dict(parameters, strict=False)
-            if rounding is not None:
+            if plan is not None:
                 with torch.no_grad():
-                    for tensor in (*model.parameters(), *model.buffers()):
-                        tensor.copy_(rounding(tensor))
+                    for name, tensor in (*model.named_parameters(), *model.named_buffers()):
+                        tensor.copy_(plan(name, tensor))
             model = model.double()
             with torch.no_grad(), no_modes():
                 return snapshot(model(*common.to_device(widened, self.device)))
         except Exception:
             return None
+
+    def operands(self, args: list[Any]) -> dict[str, tuple[int, ...]]:
+        """The float32 inputs, parameters and buffers the rounded-inputs probe may round, by the names `in_float64`
+        gives its plan, with their shapes."""
+        named = [(f"input {i}", a) for i, a in enumerate(args)]
+        named += [*self.model.named_parameters(), *self.model.named_buffers()]
+        return {name: tuple(t.shape) for name, t in named if isinstance(t, torch.Tensor) and t.dtype == torch.float32}
 
     def precision(
         self, args: list[Any], precise: Any, ref: Any, got: Any, command: dict[str, Any]
@@ -294,7 +300,8 @@ class Reference:
             return None
         found = {"candidate": round(candidate, 6), "reference": round(reference, 6)}
         if candidate > BAND * reference:
-            match = rounded_match(partial(self.in_float64, args, None), precise, got, ref, atol, rtol)
+            rounded = partial(self.in_float64, args, None)
+            match = rounded_match(rounded, self.operands(args), precise, got, ref, atol, rtol)
             found.update({k: round(v, 6) for k, v in (match or {}).items()})
         return found
 
