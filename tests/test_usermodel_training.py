@@ -218,8 +218,8 @@ def test_an_own_backward_right_only_on_the_checks_inputs_is_not_used(project):
         "the gradient of parameter up.bias" in training["own_backward"]
         and "(on new values)" in training["own_backward"]
     )
-    assert training["fresh"] == ["new values", "batch size 4"]
-    assert "on the check's inputs; new values; batch size 4" in "\n".join(applied.lines())
+    assert training["fresh"] == ["new values", "batch size 4", "odd sizes 1x7x64"]
+    assert "on the check's inputs; new values; batch size 4; odd sizes 1x7x64" in "\n".join(applied.lines())
 
 
 def test_fresh_inputs_are_new_values_in_the_checks_dtypes_and_twice_its_batch():
@@ -230,8 +230,9 @@ def test_fresh_inputs_are_new_values_in_the_checks_dtypes_and_twice_its_batch():
     specs = parse_inputs(["x=float64[3,5]", "n=int64[3,2]~randint(0,4)"])
     torch.manual_seed(SEED)
     checks = draw(specs[0])  # the check's own, which a kernel's author can draw too
-    (new, values), (batch, doubled) = fresh_inputs(specs, "cpu")
-    assert (new, batch) == ("new values", "batch size 6")
+    (new, values), (batch, doubled), (odd, made_odd) = fresh_inputs(specs, "cpu")
+    assert (new, batch, odd) == ("new values", "batch size 6", "odd sizes 3x5, 3x1")
+    assert made_odd[0].shape == (3, 5) and made_odd[1].shape == (3, 1)
     assert values[0].dtype == torch.float64 and values[0].shape == (3, 5) and not torch.equal(values[0], checks)
     assert doubled[0].shape == (6, 5) and doubled[1].shape == (6, 2) and doubled[1].dtype == torch.int64
 

@@ -170,6 +170,9 @@ def _installed_class(original: type[nn.Module]) -> type:
             args = operator.positional(args, kwargs)
         if ("train" if self.training else "eval") not in MODES:
             return operator.original(self, args)
+        # contiguous, as the problem's get_inputs() made every input it was judged on: a kernel reading its input's
+        # memory in order read a view's rows from the wrong places (tests/candidates/redteam26/)
+        args = tuple(a.contiguous() if isinstance(a, torch.Tensor) else a for a in args)
         direct = not torch.compiler.is_compiling() and not needs_grad(self, args)
         if direct or self.kevin_backward == "kernel":
             return kernel.forward(self, *args)
@@ -290,8 +293,11 @@ class KernelOperator:
             if ctx.backward == "backward_kernel":
                 if grads[0] is None:  # the output was not used: no gradient flows
                     return [None] * len(saved), None, None, None
+                # autograd's gradient has whatever layout the graph after the block gave it (a transpose's); the
+                # backward problem drew grad_output contiguous
+                gradient = grads[0].contiguous()
                 got = dict(zip(self.gradient_positions(saved, ctx.layout),
-                               self.backward_op(saved, ctx.layout, ctx.training, grads[0]), strict=True))  # fmt: skip
+                               self.backward_op(saved, ctx.layout, ctx.training, gradient), strict=True))  # fmt: skip
                 return [got.get(i) if ctx.wanted[i] else None for i in range(len(saved))], None, None, None
 
             def reference(*chosen: torch.Tensor) -> list[torch.Tensor]:

@@ -95,8 +95,8 @@ def _to(value: Any, device: str) -> Any:
 
 def fresh_inputs(specs: list[InputSpec], device: str) -> list[tuple[str, list[Any]]]:
     """Inputs a kernel cannot have been fitted to, for the gradient check: new values from a secret seed at the
-    check's shapes and dtypes (the check's own are drawn at the fixed SEED), and where every tensor input shares
-    its leading size (a batch), twice that size."""
+    check's shapes and dtypes (the check's own are drawn at the fixed SEED), where every tensor input shares
+    its leading size (a batch) twice that size, and `odd_shapes`."""
     batch = next((s.shape[0] for s in specs if isinstance(s, TensorSpec)), None) if first_dim_name(specs) else None
     found = []
     with torch.random.fork_rng(devices=[]):
@@ -104,6 +104,28 @@ def fresh_inputs(specs: list[InputSpec], device: str) -> list[tuple[str, list[An
         found.append(("new values", [_to(draw(s), device) for s in specs]))
         if batch:
             found.append((f"batch size {2 * batch}", [_to(draw(s, 2 * batch), device) for s in specs]))
+        for shaped in odd_shapes(specs):
+            label = "odd sizes " + ", ".join("x".join(map(str, s.shape)) for s in shaped if isinstance(s, TensorSpec))
+            found.append((label, [_to(draw(s), device) for s in shaped]))
+    return found
+
+
+def odd_shapes(specs: list[InputSpec]) -> list[list[InputSpec]]:
+    """The specs with each even size made odd (n - 1), as eval's other sizes break tiling: every size, and every
+    size but the last (a size the parameters fix, a Linear's features); each only where it changes a shape. The
+    check's batch and twice it are whole tiles of a kernel tiled for the check's sizes: one that never wrote the
+    rows of a partial tile of 8 passed and was wrong at any other sequence length
+    (tests/candidates/redteam26/gelu_gate_rows_in_tiles_of_eight_apply.py)."""
+    found: list[list[InputSpec]] = []
+    for kept in (0, 1):
+        shaped = [
+            dataclasses.replace(s, shape=tuple(
+                n - 1 if n % 2 == 0 and i < len(s.shape) - kept else n for i, n in enumerate(s.shape)
+            )) if isinstance(s, TensorSpec) else s
+            for s in specs
+        ]  # fmt: skip
+        if shaped != specs and shaped not in found:
+            found.append(shaped)
     return found
 
 
