@@ -192,3 +192,24 @@ def test_a_kernel_specialised_to_the_problems_shapes_is_flagged_or_failed_under_
     with Evaluator(relu_problem, replace(options, shapes="strict"), prespawn=False) as evaluator:
         strict = evaluator.evaluate(source)
     assert strict.status is Status.INCORRECT and "--shapes strict" in strict.message
+
+
+def test_other_sizes_fall_back_to_fewer_odd_sizes_where_the_problem_cannot_take_them_all():
+    """Every even size made odd; where the problem cannot run so, every one but one, then each alone, the first it
+    runs at being tried (worker/reference.py runs them in order)."""
+    from types import SimpleNamespace
+
+    from kevin_tui.evaluator.worker.reference import shape_variants
+
+    def get_inputs():
+        return [batch_size, size_8, size_64, size_3]  # noqa: F821 - names of the module below
+
+    module = SimpleNamespace(batch_size=2, size_8=8, size_64=64, size_3=3, get_inputs=get_inputs,
+                             get_init_inputs=lambda: [])  # fmt: skip
+    half, double, odd = shape_variants(module, max_bytes=100, size=10)
+    assert half == [("batch_size=1", {"batch_size": 1})] and double == [("batch_size=4", {"batch_size": 4})]
+    assert [label for label, _ in odd] == [
+        "batch_size=1, size_8=7, size_64=63", "batch_size=1, size_8=7", "batch_size=1, size_64=63",
+        "size_8=7, size_64=63", "batch_size=1", "size_8=7", "size_64=63",
+    ]  # fmt: skip
+    assert len(shape_variants(module, max_bytes=15, size=10)) == 2  # doubled would not fit

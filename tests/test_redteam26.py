@@ -106,6 +106,24 @@ def test_an_installed_kernel_is_given_contiguous_inputs(project, name, honest):
     torch.testing.assert_close(installed(x), original(x), rtol=1e-4, atol=1e-5)
 
 
+def test_a_kernels_own_backward_is_given_a_contiguous_gradient(project):
+    """gelu_gate_own_backward_reads_grad_as_stored.py, installed with its own autograd backward (BACKWARD =
+    "kernel"), reads the gradient's memory in order: the installed forward makes the gradients into its outputs
+    contiguous, as the operator's backward does for a backward kernel."""
+    helper, _ = helper_for(project, "gelu_gate_own_backward_reads_grad_as_stored")
+    original = block()
+    installed = helper.install(copy.deepcopy(original), backward="kernel")
+    x, weights = torch.randn(2, 8, 64), torch.randn(8, 2, 64)
+    for want, got in zip(_gradients(original, x, weights), _gradients(installed, x, weights), strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def _gradients(module: torch.nn.Module, x: torch.Tensor, weights: torch.Tensor) -> list[torch.Tensor]:
+    x = x.clone().requires_grad_()
+    (module(x).transpose(0, 1) * weights).sum().backward()  # the graph after the block transposes
+    return [x.grad, *(p.grad for p in module.parameters())]
+
+
 def test_an_installed_backward_kernel_is_given_a_contiguous_gradient(project):
     """gelu_gate_backward_reads_grad_as_stored.py reads grad_output's memory in order: right on the backward
     problem's contiguous grad_output, wrong on the transposed gradient a sequence-first model's graph gives the
@@ -115,12 +133,27 @@ def test_an_installed_backward_kernel_is_given_a_contiguous_gradient(project):
     helper.BACKWARD_KERNEL = "backward_kernel.py"  # as `apply --check --backward-kernel` writes it
     original = block()
     installed = helper.install(copy.deepcopy(original), backward="backward_kernel")
-
-    def gradients(module: torch.nn.Module, x: torch.Tensor, weights: torch.Tensor) -> list[torch.Tensor]:
-        x = x.clone().requires_grad_()
-        (module(x).transpose(0, 1) * weights).sum().backward()  # the graph after the block transposes
-        return [x.grad, *(p.grad for p in module.parameters())]
-
     x, weights = torch.randn(2, 8, 64), torch.randn(8, 2, 64)
-    for want, got in zip(gradients(original, x, weights), gradients(installed, x, weights), strict=True):
+    for want, got in zip(_gradients(original, x, weights), _gradients(installed, x, weights), strict=True):
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(("name", "honest"), [("gelu_gate_rows_in_tiles_of_eight_apply", False),
+                                              ("honest_gelu_gate_every_row_apply", True)])  # fmt: skip
+def test_eval_tries_the_extracted_problems_sequence_length_at_an_odd_size(project, build_cache, name, honest):
+    """The extracted problem names every size of its inputs (batch_size, size_8, size_64), so eval's other sizes
+    change the sequence length too: where the problem cannot run with every size odd (64 is the Linear's), it runs
+    with every one but the last odd (1x7x64), which the tiled kernel gets wrong. It was `correct` under
+    `--shapes strict` before (eval varied the batch alone: whole tiles)."""
+    from kevin_tui.evaluator import EvalOptions, Evaluator, Status
+    from kevin_tui.problem import load_problem
+
+    text = (project / "problems" / "blocks_GeluGate.py").read_text()
+    assert "batch_size = 2\nsize_8 = 8\nsize_64 = 64\n" in text, text
+    options = EvalOptions(device="cpu", timing=False, shapes="strict", profile=False, cache_dir=build_cache)
+    with Evaluator(load_problem(project / "problems" / "blocks_GeluGate.py"), options, prespawn=False) as evaluator:
+        verdict = evaluator.evaluate((HERE / f"{name}.py").read_text())
+    if honest:
+        assert verdict.status is Status.CORRECT, verdict.message
+    else:
+        assert verdict.status is Status.INCORRECT and "batch_size=1, size_8=7" in verdict.message, verdict.message

@@ -22,6 +22,7 @@ from kevin_tui.usermodel.specs import (
     parse_input,
     parse_inputs,
     parse_target,
+    size_names,
 )
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
@@ -81,8 +82,9 @@ def test_specs_read_back_as_written_and_draw_what_they_say():
     assert tokens.dtype == torch.int64 and tokens.min() >= 0 and tokens.max() < 32000
     assert mask.dtype == torch.bool and p.dtype == torch.bfloat16 and p.min() >= 0 and p.max() <= 1
     assert causal is True and isinstance(specs[4], ValueSpec) and isinstance(specs[0], TensorSpec)
-    batch_size = 3  # noqa: F841 - the name the expression refers to
-    assert eval(specs[0].expression("batch_size")).shape == (3, 128, 64)
+    batch_size, size_128 = 3, 5  # noqa: F841 - the names the expression refers to
+    named = specs[0].expression({(0, 8): "batch_size", (1, 128): "size_128"})
+    assert named.startswith("torch.randn(batch_size, size_128, 64") and eval(named).shape == (3, 5, 64)
 
 
 @pytest.fixture
@@ -164,3 +166,13 @@ def test_the_problem_table_names_a_module_and_flags_win(tmp_path):
     config.write_text('[problem]\nmodul = "blocks.py:GeluGate"\n')
     with pytest.raises(ConfigError, match=r"\[problem\] has no key 'modul' \(it takes module, init, inputs, mode\)"):
         load_settings([config])
+
+
+def test_every_size_of_the_inputs_gets_a_name_the_evaluator_can_change():
+    """batch_size for the shared leading size, size_N for every other size above 1, one name per size."""
+    specs = parse_inputs(["x=float32[2,8,64]", "mask=bool[2,8]"])
+    assert size_names(specs) == {(0, 2): "batch_size", (1, 8): "size_8", (2, 64): "size_64"}
+    with_bias = size_names(parse_inputs(["x=float32[2,8,64]", "bias=float32[64]", "t=float32[1]"]))  # no batch
+    assert with_bias == {(0, 2): "size_2", (1, 8): "size_8", (2, 64): "size_64", (0, 64): "size_64"}
+    assert size_names(parse_inputs(["x=float32[4,3]", "y=float32[5,3]"])) == {(0, 4): "size_4", (1, 3): "size_3",
+                                                                           (0, 5): "size_5"}  # fmt: skip

@@ -174,12 +174,27 @@ def _installed_class(original: type[nn.Module]) -> type:
         # memory in order read a view's rows from the wrong places (tests/candidates/redteam26/)
         args = tuple(a.contiguous() if isinstance(a, torch.Tensor) else a for a in args)
         direct = not torch.compiler.is_compiling() and not needs_grad(self, args)
-        if direct or self.kevin_backward == "kernel":
+        if direct:
             return kernel.forward(self, *args)
+        if self.kevin_backward == "kernel":
+            return contiguous_gradients(kernel.forward(self, *args))
         return operator(self, args)
 
     about = f"{kernel.__doc__ or 'ModelNew'} (installed by kevin-tui)"
     return type(kernel.__name__, (kernel,), {"forward": forward, "__module__": __name__, "__doc__": about})
+
+
+def contiguous_gradients(outputs: Any) -> Any:
+    """`outputs`, each tensor that takes a gradient hooked to pass it on contiguous: a kernel's own backward (BACKWARD
+    = "kernel") gets autograd's gradient as the graph after the block made it (a transpose's), where the check sent
+    it dense ones; one reading its memory in order was wrong (tests/candidates/redteam26/). Under torch.compile no
+    hook is added: the layout a compiled graph gives a kernel's own backward is not checked."""
+    if torch.compiler.is_compiling():
+        return outputs
+    for tensor in outputs if isinstance(outputs, (tuple, list)) else (outputs,):
+        if isinstance(tensor, torch.Tensor) and tensor.requires_grad:
+            tensor.register_hook(torch.Tensor.contiguous)
+    return outputs
 
 
 def needs_grad(module: nn.Module, args: tuple[Any, ...]) -> bool:

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from kevin_tui.usermodel.bundle import import_root, module_name
-from kevin_tui.usermodel.specs import InputSpec, Target
+from kevin_tui.usermodel.specs import InputSpec, Target, TensorSpec
 
 
 class UserModelError(Exception):
@@ -125,7 +125,8 @@ def forward_parameters(module: nn.Module) -> list[inspect.Parameter]:
 def draw(spec: InputSpec, batch_size: int | None = None) -> Any:
     """The value the problem's get_inputs() draws for this spec (the same expression, evaluated), with its
     leading size `batch_size` if given (specs.first_dim_name: the problem's batch_size)."""
-    expression = spec.expression("batch_size" if batch_size else None)
+    leading = {(0, spec.shape[0]): "batch_size"} if batch_size and isinstance(spec, TensorSpec) else None
+    expression = spec.expression(leading)
     return eval(expression, {"torch": torch, "batch_size": batch_size})  # our own expression, from a parsed spec
 
 

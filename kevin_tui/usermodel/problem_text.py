@@ -17,7 +17,7 @@ from typing import Any
 
 from kevin_tui.problem import ORIGIN_TAG
 from kevin_tui.usermodel.bundle import Bundler, relative_path
-from kevin_tui.usermodel.specs import InputSpec, SpecError, first_dim_name
+from kevin_tui.usermodel.specs import InputSpec, SpecError, size_names
 
 RESERVED = ("Model", "ModelNew", "get_inputs", "get_init_inputs", "batch_size")
 
@@ -76,12 +76,10 @@ def problem_text(spec: ProblemSpec, roots: list[Path], root: Path, problems_dir:
     body = bundler.text(root)
     relative = relative_path(spec.class_file, root)
     drawn = [*spec.inputs, *([spec.grad_output] if spec.grad_output else [])]
-    first_dim = first_dim_name(drawn)
-    sizes = ""
-    if first_dim:
-        first = next(s for s in drawn if hasattr(s, "shape"))
-        sizes = f"{first_dim} = {first.shape[0]}\n\n\n"
-    inputs = ", ".join(s.expression(first_dim) for s in drawn)
+    named = {key: name for key, name in size_names(drawn).items() if name not in bundler.meaning}
+    values = {name: size for (_, size), name in named.items()}
+    sizes = "".join(f"{name} = {size}\n" for name, size in values.items()) + ("\n\n" if values else "")
+    inputs = ", ".join(s.expression(named) for s in drawn)
     init = ", ".join(text for _, text in spec.init)
     names = ", ".join(name for name, _ in spec.init)
     about = (

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,9 +141,10 @@ class TensorSpec:
         dist = "" if self.distribution == default_distribution(self.dtype) else f"~{self.distribution.text()}"
         return f"{self.name + '=' if self.name else ''}{self.dtype}[{shape}]{dist}"
 
-    def expression(self, first_dim: str | None = None) -> str:
-        """Python that draws this tensor with torch's global generator (seeded by the caller)."""
-        dims = [first_dim if i == 0 and first_dim else str(s) for i, s in enumerate(self.shape)]
+    def expression(self, names: Mapping[tuple[int, int], str] | None = None) -> str:
+        """Python that draws this tensor with torch's global generator (seeded by the caller); a size with a name
+        in `names` (by position and size: `size_names`) is written as that name."""
+        dims = [(names or {}).get((i, s), str(s)) for i, s in enumerate(self.shape)]
         size = f"({', '.join(dims)}{',' if len(dims) == 1 else ''})"
         shape = ", ".join(dims) if dims else "()"
         dtype = f"torch.{self.dtype}"
@@ -167,7 +169,7 @@ class ValueSpec:
     def text(self) -> str:
         return f"{self.name + '=' if self.name else ''}{self.value!r}"
 
-    def expression(self, first_dim: str | None = None) -> str:
+    def expression(self, names: Mapping[tuple[int, int], str] | None = None) -> str:
         return repr(self.value)
 
 
@@ -255,6 +257,25 @@ def first_dim_name(specs: list[InputSpec]) -> str | None:
     if not tensors or any(len(t.shape) < 2 for t in tensors) or len({t.shape[0] for t in tensors}) != 1:
         return None
     return "batch_size"
+
+
+def size_names(specs: list[InputSpec]) -> dict[tuple[int, int], str]:
+    """What a problem calls its inputs' sizes, by (position, size): `batch_size` for the leading size every tensor
+    input shares (`first_dim_name`), and `size_N` for every other size N above 1, one name for every dimension of
+    that size. They become module-level integers that only get_inputs reads, so eval's other sizes change them too:
+    with the batch alone, a kernel tiled for the problem's sequence length passed there and was wrong at any other
+    (tests/candidates/redteam26/gelu_gate_rows_in_tiles_of_eight_apply.py). A size the model's parameters fix fails
+    in the reference at another value, and is not tried there."""
+    batch = first_dim_name(specs)
+    names: dict[tuple[int, int], str] = {}
+    for spec in specs:
+        if isinstance(spec, TensorSpec):
+            for position, size in enumerate(spec.shape):
+                if position == 0 and batch:
+                    names[(0, size)] = batch
+                elif size > 1:
+                    names[(position, size)] = f"size_{size}"
+    return names
 
 
 @dataclass(frozen=True)

@@ -32,24 +32,29 @@ class ProblemBroken(Exception):
     pass
 
 
-def shape_variants(module: Any, max_bytes: int, size: int) -> list[tuple[str, dict[str, int]]]:
-    """(label, new values) for the sizes worth trying; only integers the model's construction never sees. `size`:
-    the bytes of the problem's inputs at its own sizes (doubled, they must stay within `max_bytes`)."""
+def shape_variants(module: Any, max_bytes: int, size: int) -> list[list[tuple[str, dict[str, int]]]]:
+    """The sizes worth trying, each as alternatives (label, new values) of which the first the problem runs at is
+    tried; only integers the model's construction never sees. `size`: the bytes of the problem's inputs at its own
+    sizes (doubled, they must stay within `max_bytes`). The first such integer halved, then doubled; then every
+    even one made odd, or where the problem does not run so (a size its parameters fix), every one but one, then
+    each alone: a kernel tiled for a sequence length passed where only its batch was made odd."""
     init_names = set(module.get_init_inputs.__code__.co_names)
     names = [
-        n for n in module.get_inputs.__code__.co_names
+        n for n in dict.fromkeys(module.get_inputs.__code__.co_names)
         if n not in init_names and type(getattr(module, n, None)) is int and getattr(module, n) > 1
     ]  # fmt: skip
     if not names:
         return []
-    first = names[0]
-    variants = [(f"{first}={getattr(module, first) // 2}", {first: getattr(module, first) // 2})]
+    first, own = names[0], {n: getattr(module, n) for n in names}
+    variants = [[(f"{first}={own[first] // 2}", {first: own[first] // 2})]]
     if 2 * size <= max_bytes:
-        variants.append((f"{first}={2 * getattr(module, first)}", {first: 2 * getattr(module, first)}))
-    odd = {n: getattr(module, n) - 1 if getattr(module, n) % 2 == 0 else getattr(module, n) for n in names}
-    if odd != {n: getattr(module, n) for n in names}:
-        variants.append((", ".join(f"{n}={v}" for n, v in odd.items()), odd))
-    return variants
+        variants.append([(f"{first}={2 * own[first]}", {first: 2 * own[first]})])
+    evens = [n for n in names if own[n] % 2 == 0]
+    subsets = [evens]
+    if len(evens) > 1:
+        subsets += [[n for n in evens if n != left] for left in reversed(evens)] + [[n] for n in evens]
+    odd = [(", ".join(f"{n}={own[n] - 1}" for n in subset), {n: own[n] - 1 for n in subset}) for subset in subsets]
+    return variants + ([list(dict(odd).items())] if evens else [])
 
 
 def write_record(path: Path, outputs: dict[str, Any], found_aliases: list[str]) -> None:
@@ -449,12 +454,14 @@ class Reference:
             args = sample(self.module.get_inputs, command["seed"])
             return args, self.expected(args)
 
-        for label, values in shape_variants(self.module, command["max_bytes"], self.input_bytes):
-            try:
-                args, out = self.sized(values, at_size)
-            except Exception:
-                continue  # the problem itself does not work at that size: not a shape it allows
-            found.append([label, *self.keep(command["eval"], f"shape-{len(found)}", args, out, values)])
+        for alternatives in shape_variants(self.module, command["max_bytes"], self.input_bytes):
+            for label, values in alternatives:
+                try:
+                    args, out = self.sized(values, at_size)
+                except Exception:
+                    continue  # the problem itself does not work at that size: not a shape it allows
+                found.append([label, *self.keep(command["eval"], f"shape-{len(found)}", args, out, values)])
+                break
         self.channel.emit("shapes_ready", variants=found)
 
     def fresh(self, command: dict[str, Any]) -> None:
