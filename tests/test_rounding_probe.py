@@ -19,7 +19,7 @@ def operands() -> tuple[torch.Tensor, torch.Tensor]:
 
 def _match(a: torch.Tensor, b: torch.Tensor, got: torch.Tensor) -> dict[str, float] | None:
     precise = a.double() @ b.double()
-    operands = {"input 0": tuple(a.shape), "input 1": tuple(b.shape)}
+    operands = {"input 0": (tuple(a.shape), a.dtype), "input 1": (tuple(b.shape), b.dtype)}
 
     def rounded(plan):
         return plan("input 0", a).double() @ plan("input 1", b).double()
@@ -35,8 +35,19 @@ def test_rounding_keeps_the_asked_bits_and_rounds_in_the_asked_direction():
     assert mantissa_rounding(21, "away from zero")(x).tolist() == [1 + 2**-20 + 2**-21, -(1 + 2**-20 + 2**-21), 3.0]
     assert mantissa_rounding(21, "toward +infinity")(x).tolist() == [1 + 2**-20 + 2**-21, -(1 + 2**-20), 3.0]
     assert mantissa_rounding(21, "toward -infinity")(x).tolist() == [1 + 2**-20, -(1 + 2**-20 + 2**-21), 3.0]
-    halves = torch.tensor([1.5], dtype=torch.float16)
-    assert mantissa_rounding(3, "toward zero")(halves) is halves  # only float32 is rounded
+    wide = torch.tensor([1 + 2**-20], dtype=torch.float64)
+    assert mantissa_rounding(3, "toward zero")(wide) is wide  # float64 is not rounded
+
+
+def test_16_bit_floats_are_rounded_below_their_own_width_and_ties_go_to_even():
+    """A bf16 or float16 operand a bit or two short ties on a quarter to a half of its values: "to nearest" sends
+    them to the even neighbour, as a conversion does (half up matched no kernel converting float16 through bf16)."""
+    halves = torch.randn(4096, generator=torch.Generator().manual_seed(1)).to(torch.float16)
+    assert torch.equal(mantissa_rounding(7, "to nearest")(halves), halves.to(torch.bfloat16).to(torch.float16))
+    brains = torch.tensor([1 + 2**-7, 1 + 3 * 2**-7, -(1 + 2**-7)], dtype=torch.bfloat16)  # ties at 6 bits
+    assert mantissa_rounding(6, "to nearest")(brains).tolist() == [1.0, 1 + 4 * 2**-7, -1.0]
+    assert mantissa_rounding(7, "toward zero")(brains) is brains  # bf16 keeps 7: nothing to cut
+    assert mantissa_rounding(12, "toward zero")(halves) is halves  # widths are each format's own
 
 
 @pytest.mark.parametrize(
@@ -93,6 +104,27 @@ def test_a_kernel_rounding_one_operand_only_matches_that_operands_rounding(opera
     found = _match(a, b, a @ mantissa_rounding(16, "toward zero")(b))
     assert found is not None and found["rounded_bits"] == 16 and found["rounded_block"] == 0, found
     assert (found["rounded_operands"], found["operands"]) == (1, 2), found
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_16_bit_operands_cut_short_match_and_honest_16_bit_products_do_not(dtype):
+    """tests/candidates/redteam27/: the probe rounded float32 operands only, so a bf16 or float16 kernel cutting an
+    operand short was never named (and for bf16 the 10x ratio cannot fire). An honest product rounded at each step
+    in another order matches nothing."""
+    generator = torch.Generator().manual_seed(5)
+    a, b, c = (torch.randn(128, 256, generator=generator).to(dtype) for _ in range(3))
+    operands = {f"input {i}": ((128, 256), dtype) for i in range(3)}
+    precise = a.double() * b.double() * c.double()
+
+    def rounded(plan):
+        return plan("input 0", a).double() * plan("input 1", b).double() * plan("input 2", c).double()
+
+    bits = 6 if dtype == torch.bfloat16 else 8
+    cut = (a.float() * b.float() * mantissa_rounding(bits, "to nearest")(c).float()).to(dtype)
+    found = rounded_match(rounded, operands, precise, cut, a * (b * c), None, None)
+    assert found and found["rounded_bits"] == bits and found["format_bits"] == (7 if dtype == torch.bfloat16 else 10)
+    honest = ((a.float() * b.float()).to(dtype).float() * c.float()).to(dtype)
+    assert rounded_match(rounded, operands, precise, honest, a * (b * c), None, None) is None
 
 
 def test_the_probe_of_an_honest_kernel_keeps_to_its_budget(operands, monkeypatch):

@@ -76,6 +76,10 @@ PRECISION_RATIO = 10.0
 PRECISION_FLOOR = 0.1
 
 
+# The float formats the probe rounds, by the mantissa bits each keeps (a precision event carries numbers only).
+FORMAT_NAMES = {23: "float32", 10: "float16", 7: "bfloat16"}
+
+
 def _less_precise(new: dict[str, float], old: dict[str, float]) -> bool:
     """A measurement that matched a rounding of the inputs (worker/rounding_probe.py) outranks one that did not;
     otherwise the one further over the warning's bar does (`precision_evidence`): by the larger error alone, a call
@@ -95,7 +99,8 @@ def rounding_named(found: dict[str, float]) -> str:
         return (f"{which} in a block format (in the largest, every {block:.0f} values along dimension "
                 f"{found.get('rounded_dim', 0):.0f} share one scale; {bits:.0f} fraction bits below the block's "
                 f"largest, rounded {mode})")  # fmt: skip
-    return f"{which} rounded {mode} to {bits:.0f} mantissa bits (float32 keeps 23)"
+    kept = int(found.get("format_bits", 23))
+    return f"{which} rounded {mode} to {bits:.0f} mantissa bits ({FORMAT_NAMES.get(kept, 'its format')} keeps {kept})"
 
 
 def _over_the_bar(found: dict[str, float]) -> float:

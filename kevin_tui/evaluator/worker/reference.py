@@ -23,7 +23,7 @@ from kevin_tui.evaluator.worker.channel import Channel
 from kevin_tui.evaluator.worker.guards import IdentityGuard, RoundWatch
 from kevin_tui.evaluator.worker.inputs import TimedInputs, near_duplicate, sample, trial_inputs
 from kevin_tui.evaluator.worker.judge import judge_trial, tolerance_share, typed_numbers, widest_float
-from kevin_tui.evaluator.worker.rounding_probe import BAND, Plan, rounded_match
+from kevin_tui.evaluator.worker.rounding_probe import BAND, Plan, rounded_match, widths
 from kevin_tui.evaluator.worker.tensorfile import TensorFileError
 from kevin_tui.evaluator.worker.timing_loop import Timer
 
@@ -281,12 +281,12 @@ class Reference:
         except Exception:
             return None
 
-    def operands(self, args: list[Any]) -> dict[str, tuple[int, ...]]:
-        """The float32 inputs, parameters and buffers the rounded-inputs probe may round, by the names `in_float64`
-        gives its plan, with their shapes."""
+    def operands(self, args: list[Any]) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+        """The inputs, parameters and buffers of a format the rounded-inputs probe may round (float32, bfloat16,
+        float16), by the names `in_float64` gives its plan, with their shapes and dtypes."""
         named = [(f"input {i}", a) for i, a in enumerate(args)]
         named += [*self.model.named_parameters(), *self.model.named_buffers()]
-        return {name: tuple(t.shape) for name, t in named if isinstance(t, torch.Tensor) and t.dtype == torch.float32}
+        return {name: (tuple(t.shape), t.dtype) for name, t in named if isinstance(t, torch.Tensor) and widths(t.dtype)}
 
     def precision(
         self, args: list[Any], precise: Any, ref: Any, got: Any, command: dict[str, Any]

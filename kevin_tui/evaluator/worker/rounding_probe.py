@@ -8,7 +8,11 @@ tests/candidates/redteam24/matmul256_block_scaled_19_bits.py). Its shape can: an
 to b bits lies far closer to the float64 result *on those rounded inputs* than to the exact one, while an honest
 kernel's rounding errors are its own and lie no closer to any such result. So where a candidate's error is notably
 larger than the reference's, the reference worker computes the problem in float64 on its operands (inputs and
-parameters) rounded in one way after another and reports a rounding whose result the candidate matches.
+parameters) rounded in one way after another and reports a rounding whose result the candidate matches. The
+16-bit float formats are probed too, a few bits short of their own width: there the size of the error cannot tell at
+all (a bfloat16 reference's own rounding uses ~20-35% of bf16's tolerance, so 10x its share is outside it), and a
+bf16 operand cut to 6 bits, or a float16 one taken through bf16, was `correct` with no warning
+(tests/candidates/redteam27/).
 
 What it tries, within a time budget: first every float32 operand rounded alike, each value to each width in each
 direction a conversion can round (`ROUNDING_MODES`: to nearest and toward zero only, it matched no kernel rounding
@@ -31,7 +35,7 @@ from typing import Any
 import torch
 
 from kevin_tui.evaluator.protocol import ROUNDING_MODES
-from kevin_tui.evaluator.worker.judge import rms_share
+from kevin_tui.evaluator.worker.judge import rms_share, sampled
 
 Rounding = Callable[[torch.Tensor], torch.Tensor]
 # How each operand is rounded for one float64 run: its name ("input 0", or a parameter's or buffer's) and value in,
@@ -45,45 +49,59 @@ BAND = 1.5
 MATCH_SHARE = 0.5
 # One operand's rounding is kept in the search when it brings the candidate's output at least this much closer.
 KEEP_SHARE = 0.95
-WIDTHS = range(22, 9, -1)  # mantissa bits kept (float32 has 23; TF32 and float16 keep 10)
+# The formats probed: the mantissa bits each keeps, and the fewest it is rounded to (TF32 and float16 keep 10; the
+# 8-bit float formats 3 and 2).
+FORMATS = {torch.float32: (23, 10), torch.bfloat16: (7, 2), torch.float16: (10, 2)}
 BLOCKS = (16, 32)  # values sharing one scale in the block formats tried (NVFP4's and the MX formats' blocks)
 BLOCK_MODES = ("to nearest", "toward zero")
+SAMPLE = 1 << 16  # values of each output the errors are measured on (judge.sampled)
 BUDGET_S = 5.0  # float64 runs of the problem, at most this long in all (a large problem probes fewer roundings)
 
 
 # What each direction adds to a magnitude's bits before the cut, on positive and on negative values: half the cut
-# (to nearest), nothing (truncation, toward zero) or all but one of it (away from zero).
+# (to nearest; less one where the kept bits are even, so a tie goes to the even neighbour, as a conversion rounds: a
+# 16-bit operand cut by a bit or two ties on a quarter to a half of its values), nothing (truncation, toward zero)
+# or all but one of it (away from zero).
 CARRIES = {
     "to nearest": ("half", "half"), "toward zero": ("none", "none"), "away from zero": ("all", "all"),
     "toward +infinity": ("all", "none"), "toward -infinity": ("none", "all"),
 }  # fmt: skip
 
 
+def widths(dtype: torch.dtype) -> range:
+    """The mantissa widths an operand of `dtype` is rounded to, widest first (none for a format not probed)."""
+    kept, fewest = FORMATS.get(dtype, (0, 0))
+    return range(kept - 1, fewest - 1, -1)
+
+
 def mantissa_rounding(bits: int, mode: str) -> Rounding:
-    """Round float32 tensors to `bits` explicit mantissa bits (others unchanged) in direction `mode` (one of
-    `ROUNDING_MODES`), as a narrower format does; on the bits of sign and magnitude."""
+    """Round tensors of a probed format wider than `bits` to `bits` explicit mantissa bits (others unchanged) in
+    direction `mode` (one of `ROUNDING_MODES`), as a narrower format does; on the bits of sign and magnitude of the
+    value as float32, which holds every 16-bit float exactly."""
     shift = 23 - bits
     sizes = {"half": 1 << (shift - 1), "none": 0, "all": (1 << shift) - 1}
     positive, negative = (sizes[carry] for carry in CARRIES[mode])
 
     def rounded(t: torch.Tensor) -> torch.Tensor:
-        if t.dtype != torch.float32:
+        if bits not in widths(t.dtype):
             return t
-        i = t.contiguous().view(torch.int32)
+        i = t.to(torch.float32).contiguous().view(torch.int32)
         carry = (i >= 0).to(torch.int32) * (positive - negative) + negative if positive != negative else positive
-        return (((i + carry) >> shift) << shift).view(torch.float32)
+        if mode == "to nearest":
+            carry = carry - 1 + ((i >> shift) & 1)
+        return (((i + carry) >> shift) << shift).view(torch.float32).to(t.dtype)
 
     return rounded
 
 
 def block_rounding(bits: int, block: int, dim: int, mode: str) -> Rounding:
-    """Round float32 tensors as a block floating-point format stores them: every `block` values along `dim` share
-    one power-of-two scale, and each keeps `bits` fraction bits below its block's largest binade (so a block's
-    smaller values keep fewer), rounded to nearest (ties to even) or toward zero."""
+    """Round tensors of a probed format as a block floating-point format stores them: every
+    `block` values along `dim` share one power-of-two scale, and each keeps `bits` fraction bits below its block's
+    largest binade (so a block's smaller values keep fewer), rounded to nearest (ties to even) or toward zero."""
     integral = torch.round if mode == "to nearest" else torch.trunc
 
     def rounded(t: torch.Tensor) -> torch.Tensor:
-        if t.dtype != torch.float32 or t.dim() <= dim:
+        if t.dtype not in FORMATS or t.dim() <= dim:
             return t
         x = t.movedim(dim, -1).double()
         size = x.shape[-1]
@@ -91,7 +109,7 @@ def block_rounding(bits: int, block: int, dim: int, mode: str) -> Rounding:
         _, exponent = torch.frexp(blocks.abs().amax(-1, keepdim=True))  # largest = m * 2**exponent, m in [0.5, 1)
         scale = torch.ldexp(torch.ones_like(blocks[..., :1]), exponent - 1 - bits)
         out = (integral(blocks / scale) * scale).flatten(-2)[..., :size]
-        return out.movedim(-1, dim).to(torch.float32)
+        return out.movedim(-1, dim).to(t.dtype)
 
     return rounded
 
@@ -116,64 +134,76 @@ class Cut:
                 "rounded_block": float(self.block), "rounded_dim": float(self.dim)}  # fmt: skip
 
 
-def per_value_cuts() -> Iterator[Cut]:
-    return (Cut(bits, mode) for bits in WIDTHS for mode in ROUNDING_MODES)
+def per_value_cuts(dtypes: set[torch.dtype]) -> Iterator[Cut]:
+    """Each value rounded by its own exponent, to every width any of `dtypes` is rounded to (a cut leaves operands
+    of a format as narrow or narrower alone)."""
+    every = sorted({bits for dtype in dtypes for bits in widths(dtype)}, reverse=True)
+    return (Cut(bits, mode) for bits in every for mode in ROUNDING_MODES)
 
 
-def cuts_for(shape: tuple[int, ...]) -> Iterator[Cut]:
-    """Every rounding the search tries on an operand of `shape`: per value, then blocks along each dimension longer
-    than one value."""
-    yield from per_value_cuts()
+def cuts_for(shape: tuple[int, ...], dtype: torch.dtype) -> Iterator[Cut]:
+    """Every rounding the search tries on an operand of `shape` and `dtype`: per value, then blocks along each
+    dimension longer than one value."""
+    yield from per_value_cuts({dtype})
     for dim, size in enumerate(shape):
         if size > 1:
-            yield from (Cut(b, m, block, dim) for block in BLOCKS for b in WIDTHS for m in BLOCK_MODES)
+            yield from (Cut(b, m, block, dim) for block in BLOCKS for b in widths(dtype) for m in BLOCK_MODES)
 
 
 def rounded_match(
     rounded: Callable[[Plan], Any],
-    operands: dict[str, tuple[int, ...]],
+    operands: dict[str, tuple[tuple[int, ...], torch.dtype]],
     precise: Any,
     got: Any,
     dtype_of: Any,
     atol: float | None,
     rtol: float | None,
 ) -> dict[str, float] | None:
-    """The rounding of the float32 `operands` (name: shape) whose float64 result (`rounded(plan)`) the candidate's
-    output `got` matches, with the ratio of its errors against that result and the exact one `precise`, how many
-    operands it rounds and of how many; None where none matches."""
-    exact = rms_share(precise, got, dtype_of, atol, rtol)
+    """The rounding of the `operands` (name: shape and dtype, each of a probed format) whose float64 result
+    (`rounded(plan)`) the candidate's output `got` matches, with the ratio of its errors against that result and the
+    exact one `precise`, how many operands it rounds and of how many, and the mantissa bits of the rounded format;
+    None where none matches."""
+    got, dtype_of = sampled(got, SAMPLE), sampled(dtype_of, SAMPLE)
+    exact = rms_share(sampled(precise, SAMPLE), got, dtype_of, atol, rtol)
     if not exact or not operands:
         return None
     deadline = time.perf_counter() + BUDGET_S
 
     def share(plan: dict[str, Rounding]) -> float:
         out = rounded(lambda name, t: plan[name](t) if name in plan else t)
-        found = rms_share(out, got, dtype_of, atol, rtol)
+        found = rms_share(sampled(out, SAMPLE), got, dtype_of, atol, rtol)
         return float("inf") if found is None else found
 
     best: tuple[float, Cut] | None = None
-    for cut in per_value_cuts():  # every operand alike
+    dtypes = {dtype for _, dtype in operands.values()}
+    for cut in per_value_cuts(dtypes):  # every operand alike
         if time.perf_counter() > deadline:
             break
         if (found := share(dict.fromkeys(operands, cut.rounding()))) < (best[0] if best else MATCH_SHARE * exact):
             best = (found, cut)
     if best is not None:
-        return _match(best[1], best[0] / exact, len(operands), len(operands))
+        rounded_alike = [dtype for dtype in dtypes if best[1].bits in widths(dtype)]
+        return _match(best[1], best[0] / exact, len(operands), len(operands), max(map(_kept, rounded_alike)))
     chosen: dict[str, Rounding] = {}
     closest, first = exact, None
-    for name, shape in sorted(operands.items(), key=lambda item: -math.prod(item[1])):  # largest first
+    for name, (shape, dtype) in sorted(operands.items(), key=lambda item: -math.prod(item[1][0])):  # largest first
         pick: tuple[float, Cut] | None = None
-        for cut in cuts_for(shape):
+        for cut in cuts_for(shape, dtype):
             if time.perf_counter() > deadline:
                 break
             if (found := share({**chosen, name: cut.rounding()})) < (pick[0] if pick else KEEP_SHARE * closest):
                 pick = (found, cut)
         if pick is not None:
-            closest, chosen[name], first = pick[0], pick[1].rounding(), first or pick[1]
+            closest, chosen[name], first = pick[0], pick[1].rounding(), first or (pick[1], _kept(dtype))
     if first is None or closest >= MATCH_SHARE * exact:
         return None
-    return _match(first, closest / exact, len(chosen), len(operands))
+    return _match(first[0], closest / exact, len(chosen), len(operands), first[1])
 
 
-def _match(cut: Cut, ratio: float, rounded: int, operands: int) -> dict[str, float]:
-    return {**cut.evidence(), "rounding_match": ratio, "rounded_operands": float(rounded), "operands": float(operands)}
+def _kept(dtype: torch.dtype) -> int:
+    return FORMATS[dtype][0]
+
+
+def _match(cut: Cut, ratio: float, rounded: int, operands: int, kept: int) -> dict[str, float]:
+    return {**cut.evidence(), "rounding_match": ratio, "rounded_operands": float(rounded), "operands": float(operands),
+            "format_bits": float(kept)}  # fmt: skip
