@@ -128,14 +128,20 @@ def test_16_bit_operands_cut_short_match_and_honest_16_bit_products_do_not(dtype
 
 
 def test_the_probe_of_an_honest_kernel_keeps_to_its_budget(operands, monkeypatch):
-    """Every rounding tried on a kernel that matches none: the search stops at its budget, whatever is left."""
+    """Every rounding tried on a kernel that matches none: the search stops at its budget of CPU time (so how far
+    it gets does not depend on the machine's load), or at its cap of wall-clock time, whatever is left."""
     from kevin_tui.evaluator.worker import rounding_probe
 
     a, b = operands
-    monkeypatch.setattr(rounding_probe, "BUDGET_S", 0.3)
     serial = torch.zeros(128, 128)
     for k in range(128):
         serial += a[:, k : k + 1] * b[k : k + 1, :]
+    monkeypatch.setattr(rounding_probe, "BUDGET_S", 0.3)
+    started = time.process_time()
+    assert _match(a, b, serial) is None
+    assert time.process_time() - started < 0.3 + 0.5
+    monkeypatch.setattr(rounding_probe, "BUDGET_S", 600.0)
+    monkeypatch.setattr(rounding_probe, "WALL_S", 0.3)
     started = time.perf_counter()
     assert _match(a, b, serial) is None
     assert time.perf_counter() - started < 0.3 + 0.5

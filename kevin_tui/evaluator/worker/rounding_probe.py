@@ -55,7 +55,12 @@ FORMATS = {torch.float32: (23, 10), torch.bfloat16: (7, 2), torch.float16: (10, 
 BLOCKS = (16, 32)  # values sharing one scale in the block formats tried (NVFP4's and the MX formats' blocks)
 BLOCK_MODES = ("to nearest", "toward zero")
 SAMPLE = 1 << 16  # values of each output the errors are measured on (judge.sampled)
-BUDGET_S = 5.0  # float64 runs of the problem, at most this long in all (a large problem probes fewer roundings)
+# The float64 runs of the problem stop after this much of the reference worker's CPU time (all its threads) in all: a
+# large problem probes fewer roundings, but how many does not depend on what else the machine runs (by the wall
+# clock, a 128 matmul on a loaded CI machine got through too few to reach a block format's); and after WALL_S of the
+# wall clock, whatever is left.
+BUDGET_S = 5.0
+WALL_S = 30.0
 
 
 # What each direction adds to a magnitude's bits before the cut, on positive and on negative values: half the cut
@@ -163,11 +168,33 @@ def rounded_match(
     (`rounded(plan)`) the candidate's output `got` matches, with the ratio of its errors against that result and the
     exact one `precise`, how many operands it rounds and of how many, and the mantissa bits of the rounded format;
     None where none matches."""
+    threads = torch.get_num_threads()
+    # one thread: the budget counts every thread's CPU time, so more threads run no more roundings in it, and on a
+    # loaded machine their synchronisation cost most of it (a 128 matmul's search stopped short in CI)
+    torch.set_num_threads(1)
+    try:
+        return _search(rounded, operands, precise, got, dtype_of, atol, rtol)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _search(
+    rounded: Callable[[Plan], Any],
+    operands: dict[str, tuple[tuple[int, ...], torch.dtype]],
+    precise: Any,
+    got: Any,
+    dtype_of: Any,
+    atol: float | None,
+    rtol: float | None,
+) -> dict[str, float] | None:
     got, dtype_of = sampled(got, SAMPLE), sampled(dtype_of, SAMPLE)
     exact = rms_share(sampled(precise, SAMPLE), got, dtype_of, atol, rtol)
     if not exact or not operands:
         return None
-    deadline = time.perf_counter() + BUDGET_S
+    spent = time.process_time() + BUDGET_S, time.perf_counter() + WALL_S
+
+    def out_of_time() -> bool:
+        return time.process_time() > spent[0] or time.perf_counter() > spent[1]
 
     def share(plan: dict[str, Rounding]) -> float:
         out = rounded(lambda name, t: plan[name](t) if name in plan else t)
@@ -177,7 +204,7 @@ def rounded_match(
     best: tuple[float, Cut] | None = None
     dtypes = {dtype for _, dtype in operands.values()}
     for cut in per_value_cuts(dtypes):  # every operand alike
-        if time.perf_counter() > deadline:
+        if out_of_time():
             break
         if (found := share(dict.fromkeys(operands, cut.rounding()))) < (best[0] if best else MATCH_SHARE * exact):
             best = (found, cut)
@@ -189,7 +216,7 @@ def rounded_match(
     for name, (shape, dtype) in sorted(operands.items(), key=lambda item: -math.prod(item[1][0])):  # largest first
         pick: tuple[float, Cut] | None = None
         for cut in cuts_for(shape, dtype):
-            if time.perf_counter() > deadline:
+            if out_of_time():
                 break
             if (found := share({**chosen, name: cut.rounding()})) < (pick[0] if pick else KEEP_SHARE * closest):
                 pick = (found, cut)
