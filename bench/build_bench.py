@@ -46,6 +46,7 @@ SPARE_READY_S = 8.0
 PATTERNS = (
     CANDIDATES / "relu_cuda.py",
     CANDIDATES / "realpattern" / "tensor_operators_in_host_code.py",
+    CANDIDATES / "realpattern" / "dispatch_stream_guard_cuda.py",
 )
 PLAIN = """
 import sys, time

@@ -269,6 +269,20 @@ def test_cuda_candidate_is_built_for_real_and_judged_compiled_without_a_device(r
 
 @needs_nvcc
 @pytest.mark.nvcc
+def test_a_kernel_with_dispatch_guard_stream_and_launch_check_builds_with_the_light_headers(relu_cpu):
+    """The form most generated kernels take (AT_DISPATCH, CUDAGuard, getCurrentCUDAStream,
+    C10_CUDA_KERNEL_LAUNCH_CHECK) needs four more torch headers, none of which includes an op header again, so
+    the light prelude keeps its copies of the op headers and builds it at once (no fallback to the standard
+    headers, which would take another ~40 s)."""
+    verdict = relu_cpu.evaluate((CANDIDATES / "realpattern" / "dispatch_stream_guard_cuda.py").read_text())
+    assert verdict.status is Status.COMPILED, verdict.message
+    assert "x must be a CUDA tensor" in verdict.message
+    (build,) = verdict.details["builds"]
+    assert build["headers"] == "light" and build["ok"], build
+
+
+@needs_nvcc
+@pytest.mark.nvcc
 def test_without_a_gpu_a_cuda_build_is_checked_and_compiled_only_where_a_missing_gpu_explains_the_failure(relu_cpu):
     """One nvcc build (a ReLU kernel whose launch is unchecked), three candidates: forward returning zeros without
     calling it is `incorrect` (it was `compiled`, ranked above every honestly wrong candidate); forward calling it,

@@ -1,4 +1,9 @@
-from kevin_tui.evaluator.worker.light_headers import light_prelude, undefined_names, without_heavy_includes
+from kevin_tui.evaluator.worker.light_headers import (
+    includes_op_headers,
+    light_prelude,
+    undefined_names,
+    without_heavy_includes,
+)
 from tests.conftest import candidate
 
 KEVIN_STYLE = """
@@ -20,10 +25,10 @@ torch::Tensor scale_cuda(torch::Tensor x, float s) {
 
 def test_prelude_has_what_the_source_uses():
     prelude = light_prelude([KEVIN_STYLE])
+    assert "inline at::Tensor empty_like(const at::Tensor & self" in prelude  # torch's op headers, copied
+    assert "inline at::Tensor zeros(at::IntArrayRef size" in prelude
     for header in (
         "ATen/core/Tensor.h",
-        "ATen/ops/empty_like.h",
-        "ATen/ops/zeros.h",
         "ATen/Dispatch.h",
         "ATen/cuda/CUDAContext.h",
         "cuda_runtime.h",
@@ -57,19 +62,32 @@ def test_tensor_operators_come_without_all_of_aten_functions():
     assert "#include <ATen/ops/sum.h>" not in lines and "#include <ATen/ops/max.h>" not in lines
 
 
-def test_a_source_including_torch_headers_gets_the_op_headers_included():
-    """A torch header the source includes or needs may include an op header again (ATen/cuda/CUDAContext.h
-    includes ATen/ops/empty_like.h), which would define its functions twice: then the op headers are
-    included as they are, with what they include (at::DeviceGuard and at::globalContext() among it)."""
+def test_op_headers_are_copied_unless_a_header_included_after_them_includes_one_again():
+    """The copies have no `#pragma once`: a torch header the build includes after them that includes an op
+    header again, itself or through its own includes (ATen/ExpandUtils.h includes ATen/ops/view.h), would define
+    its functions twice, so then the op headers are included as they are. The headers most kernels need
+    (Dispatch.h, CUDAContext.h, CUDAGuard.h, CUDAException.h, DeviceGuard.h) include none in this torch: they
+    keep the copies (a light build of such a kernel: 18.2 s of nvcc with the op headers included, 13.4 s)."""
     for source in (
-        "#include <ATen/cuda/CUDAContext.h>\nauto y = zeros_like(x) / (x * x).sum();",
-        "auto s = at::cuda::getCurrentCUDAStream(); auto y = zeros_like(x) / (x * x).sum();",
-        "at::DeviceGuard guard(x.device()); auto y = zeros_like(x) / (x * x).sum();",
+        "#include <ATen/ExpandUtils.h>\nauto y = zeros_like(x) / (x * x).sum();",
+        '#include "my_helpers.h"\nauto y = zeros_like(x) / (x * x).sum();',  # a file we cannot read
     ):
         lines = light_prelude([source]).splitlines()
         assert "#include <ATen/TensorOperators.h>" in lines and "#include <ATen/ops/zeros_like.h>" in lines, source
-        assert "DEFINE_OPERATOR(op, body, reverse_scalar_body)" not in lines
+        assert not any("DEFINE_OPERATOR(op, body, reverse_scalar_body)" in line for line in lines)
+    assert includes_op_headers("ATen/ExpandUtils.h") and includes_op_headers("ATen/Functions.h")
+    for source in (
+        "#include <ATen/cuda/CUDAContext.h>\nauto y = zeros_like(x) / (x * x).sum();",
+        "auto s = at::cuda::getCurrentCUDAStream(); auto y = zeros_like(x) / (x * x).sum();",
+        "at::DeviceGuard guard(x.device()); C10_CUDA_KERNEL_LAUNCH_CHECK(); auto y = zeros_like(x) / (x * x).sum();",
+        'AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "f", [&] {}); const c10::cuda::CUDAGuard g(x.device());',
+    ):
+        prelude = light_prelude([source])
+        lines = prelude.splitlines()
+        assert "DEFINE_OPERATOR(op, body, reverse_scalar_body)" in prelude, source
+        assert "#include <ATen/ops/zeros_like.h>" not in lines and "#include <ATen/TensorOperators.h>" not in lines
     assert "#include <ATen/DeviceGuard.h>" in light_prelude(["at::DeviceGuard guard(x.device());"])
+    assert "#include <c10/cuda/CUDAException.h>" in light_prelude(["C10_CUDA_KERNEL_LAUNCH_CHECK();"])
 
 
 def test_a_function_only_aten_functions_defines_keeps_that_header():

@@ -14,10 +14,11 @@ light prelude can only save time, except when the failure is the candidate's own
 defines (`undefined_names`), which the standard headers would fail on too, after another ~40 s.
 Each op header also includes ATen/Context.h, DeviceGuard.h, TensorUtils.h and TracerMode.h, for no
 definition of its own (its inline functions only call `at::_ops::<op>::call`), and those are 15% of
-a light build's text: where no header of the source's own could include an op header again, the prelude
-has the op headers' own text without those four (read from the installed torch, so the definitions are
-torch's). A source that needs one of those (EXTRAS: at::DeviceGuard, getCurrentCUDAStream...) gets the
-op headers included as they are.
+a light build's text: the prelude has the op headers' own text without those four (read from the installed
+torch, so the definitions are torch's). The copies have no `#pragma once`, so they are used only where no torch
+header the build includes (EXTRAS: Dispatch.h for AT_DISPATCH, CUDAContext.h for getCurrentCUDAStream...,
+or the source's own) includes an op header again, read from that header's includes, transitively; otherwise the
+op headers are included as they are.
 A successful light build is the same code: only declarations differ, never definitions.
 """
 
@@ -39,6 +40,7 @@ EXTRAS = (
     (re.compile(r"AT_DISPATCH|AT_PRIVATE"), "ATen/Dispatch.h"),
     (re.compile(r"getCurrentCUDAStream|CUDAContext|getCurrentDeviceProperties"), "ATen/cuda/CUDAContext.h"),
     (re.compile(r"CUDAGuard|OptionalCUDAGuard"), "c10/cuda/CUDAGuard.h"),
+    (re.compile(r"C10_CUDA_(CHECK|KERNEL_LAUNCH_CHECK|CHECK_WARN)"), "c10/cuda/CUDAException.h"),
     (re.compile(r"\b(__half|half2?|__float2half|__half2float)\b"), "cuda_fp16.h"),
     (re.compile(r"\b(__nv_bfloat16|__float2bfloat16|__bfloat162float)\b"), "cuda_bf16.h"),
     (re.compile(r"c10::Half|at::Half"), "c10/util/Half.h"),
@@ -58,7 +60,9 @@ UNUSED_BY_OP_HEADERS = re.compile(
     re.M,
 )
 OP_HEADER_INCLUDE = re.compile(r"^\s*#\s*include\s*<ATen/ops/(\w+)\.h>\s*$", re.M)
-TORCH_INCLUDE = re.compile(r'^\s*#\s*include\s*(<(ATen|c10|torch|caffe2)/|")', re.M)
+TORCH_INCLUDE = re.compile(r"^\s*#\s*include\s*<((?:ATen|c10|torch|caffe2)/[^>]+)>", re.M)
+QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"', re.M)
+ANY_INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 
 
 @cache
@@ -112,6 +116,34 @@ def op_header_text(path: str) -> str | None:
     return "".join([*parts, text[end:]])
 
 
+@cache
+def includes_op_headers(header: str) -> bool:
+    """Whether a torch header includes an op header or ATen/Functions.h, itself or through the headers it
+    includes, whatever `#if` surrounds the include (more is safe: the op headers are then included as they are).
+    Headers outside torch's include directory (CUDA's, the system's) include none."""
+    root = torch_include_dir()
+    search = (root, root / "torch" / "csrc" / "api" / "include")
+    seen: set[Path] = set()
+    pending = [(header, root, "<")]
+    while pending:
+        name, including, quote = pending.pop()
+        places = ((including,) if quote == '"' else ()) + search
+        path = next((found for place in places if (found := place / name).is_file()), None)
+        if path is None or (path := path.resolve()) in seen:
+            continue
+        if path.parent.name == "ops" and path.parent.parent.name == "ATen" and not path.name.endswith("_ops.h"):
+            return True
+        if path == (root / "ATen" / "Functions.h").resolve():
+            return True
+        seen.add(path)
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            return True
+        pending += [(included, path.parent, quote) for quote, included in ANY_INCLUDE.findall(text)]
+    return False
+
+
 def tensor_operators(names: set[str], copied: bool) -> list[str]:
     """ATen/TensorOperators.h with only the op header it uses (empty_like), not all of ATen/Functions.h,
     unless the source calls a function that only Functions.h defines (or it cannot be read); `copied`:
@@ -133,10 +165,9 @@ def light_prelude(cuda_sources: list[str]) -> str | None:
     called = set(OP_CALL.findall(text))
     ops = sorted(name for name in called if (ops_dir / f"{name}.h").exists())
     extras = [header for pattern, header in EXTRAS if pattern.search(text)]
-    # ATen/cuda/CUDAContext.h, for one, includes ATen/ops/empty_like.h: copies only where nothing may
-    copied = not TORCH_INCLUDE.search(without_heavy_includes(text)) and not any(
-        header.startswith(("ATen/", "c10/cuda/")) for header in extras
-    )
+    # the copies have no `#pragma once`: only where no header included after them includes an op header
+    included = [*TORCH_INCLUDE.findall(without_heavy_includes(text)), *extras]
+    copied = not QUOTED_INCLUDE.search(text) and not any(map(includes_op_headers, included))
     operators = tensor_operators(called, copied)
     lines = [
         "#include <ATen/core/Tensor.h>",
