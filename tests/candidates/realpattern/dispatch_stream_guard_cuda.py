@@ -8,6 +8,8 @@ from torch.utils.cpp_extension import load_inline
 
 cuda_source = """
 #include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime.h>
 
 template <typename scalar_t>
