@@ -123,6 +123,7 @@ def includes_op_headers(header: str) -> bool:
     Headers outside torch's include directory (CUDA's, the system's) include none."""
     root = torch_include_dir()
     search = (root, root / "torch" / "csrc" / "api" / "include")
+    functions = (root / "ATen" / "Functions.h").resolve()
     seen: set[Path] = set()
     pending = [(header, root, "<")]
     while pending:
@@ -133,7 +134,7 @@ def includes_op_headers(header: str) -> bool:
             continue
         if path.parent.name == "ops" and path.parent.parent.name == "ATen" and not path.name.endswith("_ops.h"):
             return True
-        if path == (root / "ATen" / "Functions.h").resolve():
+        if path == functions:
             return True
         seen.add(path)
         try:
