@@ -271,7 +271,8 @@ def test_cuda_candidate_is_built_for_real_and_judged_compiled_without_a_device(r
 @pytest.mark.nvcc
 def test_a_kernel_with_dispatch_guard_stream_and_launch_check_builds_with_the_light_headers(relu_cpu):
     """The form most generated kernels take (AT_DISPATCH, CUDAGuard, getCurrentCUDAStream,
-    C10_CUDA_KERNEL_LAUNCH_CHECK) needs four more torch headers, none of which includes an op header again, so
+    C10_CUDA_KERNEL_LAUNCH_CHECK) needs four more torch headers (Dispatch.h, which the prelude adds, and the three
+    it includes itself), none of which includes an op header again, so
     the light prelude keeps its copies of the op headers and builds it at once (no fallback to the standard
     headers, which would take another ~40 s)."""
     verdict = relu_cpu.evaluate((CANDIDATES / "realpattern" / "dispatch_stream_guard_cuda.py").read_text())

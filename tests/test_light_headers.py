@@ -1,6 +1,9 @@
 from kevin_tui.evaluator.worker.light_headers import (
+    EXTRAS,
     includes_op_headers,
     light_prelude,
+    reaches,
+    torch_include_dir,
     undefined_names,
     without_heavy_includes,
 )
@@ -30,10 +33,10 @@ def test_prelude_has_what_the_source_uses():
     for header in (
         "ATen/core/Tensor.h",
         "ATen/Dispatch.h",
-        "ATen/cuda/CUDAContext.h",
         "cuda_runtime.h",
     ):
         assert f"#include <{header}>" in prelude, header
+    assert "CUDAContext.h" not in prelude  # the source calls getCurrentCUDAStream without including it
     assert "constexpr auto kFloat32 = at::kFloat;" in prelude and "using namespace at;" in prelude
     assert "torch/types.h" not in prelude and "torch/extension.h" not in prelude
 
@@ -87,7 +90,36 @@ def test_op_headers_are_copied_unless_a_header_included_after_them_includes_one_
         assert "DEFINE_OPERATOR(op, body, reverse_scalar_body)" in prelude, source
         assert "#include <ATen/ops/zeros_like.h>" not in lines and "#include <ATen/TensorOperators.h>" not in lines
     assert "#include <ATen/DeviceGuard.h>" in light_prelude(["at::DeviceGuard guard(x.device());"])
-    assert "#include <c10/cuda/CUDAException.h>" in light_prelude(["C10_CUDA_KERNEL_LAUNCH_CHECK();"])
+
+
+def test_the_prelude_adds_only_headers_load_inlines_own_first_line_includes():
+    """load_inline starts the CUDA source with torch/types.h, which includes ATen/Dispatch.h (AT_DISPATCH) but not
+    ATen/cuda/CUDAContext.h, c10/cuda/CUDAGuard.h or CUDAException.h: a source using getCurrentCUDAStream, a
+    CUDAGuard or C10_CUDA_KERNEL_LAUNCH_CHECK without including their headers fails a plain build, and a light
+    prelude that supplied them made it `correct` here and broken in the user's load_inline."""
+    root = torch_include_dir()
+
+    def standard_build_has(header: str) -> bool:
+        target = (root / header).resolve() if (root / header).is_file() else None
+        return reaches("torch/types.h", lambda name, path: name == header or (target is not None and path == target))
+
+    for _, header in EXTRAS:
+        assert standard_build_has(header), header
+    for header in ("ATen/cuda/CUDAContext.h", "c10/cuda/CUDAGuard.h", "c10/cuda/CUDAException.h"):
+        assert not standard_build_has(header), header
+    forgot = """
+#include <torch/extension.h>
+torch::Tensor f(torch::Tensor x) {
+    const c10::cuda::CUDAGuard guard(x.device());
+    auto stream = at::cuda::getCurrentCUDAStream();
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return x;
+}"""
+    assert not any("cuda/CUDA" in line for line in light_prelude([forgot]).splitlines())
+    included = "#include <ATen/cuda/CUDAContext.h>\n#include <c10/cuda/CUDAGuard.h>\n" + forgot
+    kept = [line for line in without_heavy_includes(included).splitlines() if "cuda/CUDA" in line]
+    assert kept == ["#include <ATen/cuda/CUDAContext.h>", "#include <c10/cuda/CUDAGuard.h>"]
+    assert not reaches("ATen/cuda/CUDAContext.h", lambda name, path: path == (root / "c10/cuda/CUDAGuard.h").resolve())
 
 
 def test_a_function_only_aten_functions_defines_keeps_that_header():

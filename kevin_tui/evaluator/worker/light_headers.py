@@ -16,10 +16,10 @@ Each op header also includes ATen/Context.h, DeviceGuard.h, TensorUtils.h and Tr
 definition of its own (its inline functions only call `at::_ops::<op>::call`), and those are 15% of
 a light build's text: the prelude has the op headers' own text without those four (read from the installed
 torch, so the definitions are torch's). The copies have no `#pragma once`, so they are used only where no torch
-header the build includes (EXTRAS: Dispatch.h for AT_DISPATCH, CUDAContext.h for getCurrentCUDAStream...,
-or the source's own) includes an op header again, read from that header's includes, transitively; otherwise the
-op headers are included as they are.
-A successful light build is the same code: only declarations differ, never definitions.
+header the build includes (EXTRAS: Dispatch.h for AT_DISPATCH..., or the source's own) includes an op header
+again, read from that header's includes, transitively; otherwise the op headers are included as they are.
+A successful light build is the same code: only declarations differ, never definitions; and it never has a
+header the standard build lacks, so a source that forgot `#include <ATen/cuda/CUDAContext.h>` fails both.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -36,11 +37,11 @@ HEAVY_INCLUDE = re.compile(
 NEEDS_FULL = re.compile(r"PYBIND11|pybind11|\bpy::|torch/python\.h|torch::(jit|nn|autograd|optim|data)\b")
 # A call `torch::f(`, `at::f(` or an unqualified `f(` (not a method, not another namespace's).
 OP_CALL = re.compile(r"(?:\b(?:torch|at)::|(?<![\w.>:]))(\w+)\s*\(")
+# Headers torch/types.h includes (load_inline's own first line: tests/test_light_headers.py reads that from the
+# installed torch), added where the source uses them. Never one it does not (ATen/cuda/CUDAContext.h, CUDAGuard.h):
+# a source that uses those without including them fails a plain load_inline, and must fail here as well.
 EXTRAS = (
     (re.compile(r"AT_DISPATCH|AT_PRIVATE"), "ATen/Dispatch.h"),
-    (re.compile(r"getCurrentCUDAStream|CUDAContext|getCurrentDeviceProperties"), "ATen/cuda/CUDAContext.h"),
-    (re.compile(r"CUDAGuard|OptionalCUDAGuard"), "c10/cuda/CUDAGuard.h"),
-    (re.compile(r"C10_CUDA_(CHECK|KERNEL_LAUNCH_CHECK|CHECK_WARN)"), "c10/cuda/CUDAException.h"),
     (re.compile(r"\b(__half|half2?|__float2half|__half2float)\b"), "cuda_fp16.h"),
     (re.compile(r"\b(__nv_bfloat16|__float2bfloat16|__bfloat162float)\b"), "cuda_bf16.h"),
     (re.compile(r"c10::Half|at::Half"), "c10/util/Half.h"),
@@ -116,26 +117,23 @@ def op_header_text(path: str) -> str | None:
     return "".join([*parts, text[end:]])
 
 
-@cache
-def includes_op_headers(header: str) -> bool:
-    """Whether a torch header includes an op header or ATen/Functions.h, itself or through the headers it
-    includes, whatever `#if` surrounds the include (more is safe: the op headers are then included as they are).
-    Headers outside torch's include directory (CUDA's, the system's) include none."""
+def reaches(header: str, wanted: Callable[[str, Path | None], bool]) -> bool:
+    """Whether a torch header, itself or through the headers it includes, transitively, includes one that
+    `wanted` picks (by the name it is included as, and its path where it lies among torch's headers),
+    whatever `#if` surrounds the include: a header outside torch's include directory (CUDA's, the system's)
+    is one name, whose own includes are not read; an unreadable header counts as wanted."""
     root = torch_include_dir()
     search = (root, root / "torch" / "csrc" / "api" / "include")
-    functions = (root / "ATen" / "Functions.h").resolve()
     seen: set[Path] = set()
     pending = [(header, root, "<")]
     while pending:
         name, including, quote = pending.pop()
         places = ((including,) if quote == '"' else ()) + search
-        path = next((found for place in places if (found := place / name).is_file()), None)
-        if path is None or (path := path.resolve()) in seen:
+        path = next((found.resolve() for place in places if (found := place / name).is_file()), None)
+        if wanted(name, path):
+            return True
+        if path is None or path in seen:
             continue
-        if path.parent.name == "ops" and path.parent.parent.name == "ATen" and not path.name.endswith("_ops.h"):
-            return True
-        if path == functions:
-            return True
         seen.add(path)
         try:
             text = path.read_text(errors="replace")
@@ -143,6 +141,21 @@ def includes_op_headers(header: str) -> bool:
             return True
         pending += [(included, path.parent, quote) for quote, included in ANY_INCLUDE.findall(text)]
     return False
+
+
+@cache
+def includes_op_headers(header: str) -> bool:
+    """Whether a torch header includes an op header or ATen/Functions.h, itself or through its includes
+    (more is safe: the op headers are then included as they are)."""
+    functions = (torch_include_dir() / "ATen" / "Functions.h").resolve()
+
+    def op_header(name: str, path: Path | None) -> bool:
+        if path is None:
+            return False
+        in_ops = path.parent.name == "ops" and path.parent.parent.name == "ATen"
+        return (in_ops and not path.name.endswith("_ops.h")) or path == functions
+
+    return reaches(header, op_header)
 
 
 def tensor_operators(names: set[str], copied: bool) -> list[str]:
