@@ -1,0 +1,53 @@
+"""Red team 28: the determinism check, the speed-of-light bound and the timing schedule (tests/candidates/redteam28/)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kevin_tui.evaluator import EvalOptions, Evaluator, Status
+from kevin_tui.problem import load_problem
+from tests.conftest import CANDIDATES
+
+HERE = CANDIDATES / "redteam28"
+
+
+def _evaluate(problem: str, name: str, build_cache, **options):
+    settings = {"device": "cpu", "shapes": "off", "profile": False, "timing": False, "cache_dir": build_cache}
+    settings.update(options)
+    with Evaluator(load_problem(HERE / "problems" / f"{problem}.py"), EvalOptions(**settings), prespawn=False) as ev:
+        return ev.evaluate((HERE / f"{name}.py").read_text())
+
+
+@pytest.mark.parametrize("name", ["split_k_matvec_partials_in_any_order", "honest_split_k_matvec_fixed_order"])
+def test_split_k_partials_in_another_order_each_call_are_correct(build_cache, name):
+    """On a 131072-term reduction the float32 reference's own rounding is past the tolerance near zero; a split-K
+    kernel adding its float partials in the order its blocks finish (float atomics) differs from itself by less than
+    that rounding, but more than half the tolerance, and was `incorrect` for it ("uninitialised memory or a race?")."""
+    verdict = _evaluate("matvec_long", name, build_cache)
+    assert verdict.status is Status.CORRECT, verdict.message
+
+
+def test_runs_apart_by_more_than_the_reference_s_own_error_still_disagree():
+    """The agreement allowance grows by the float32 reference's own largest error only: runs further apart (a race,
+    uninitialised memory) still fail, also where the reference erred past the tolerance."""
+    import torch
+
+    from kevin_tui.evaluator.worker.judge import judge_trial
+    from kevin_tui.evaluator.worker.tensorfile import Leaf
+
+    torch.manual_seed(0)
+    exact = torch.randn(64, 1, dtype=torch.float64) * 300
+    exact[5], exact[7] = 200.0, 0.0  # the tolerance there: 2e-2 (half of it 1e-2), and 1e-4 (5e-5)
+    ref = (exact + torch.randn(64, 1, dtype=torch.float64) * 1e-3).float()  # its own error ~1e-3, past 1e-4
+    ref[0], ref[7] = (exact[0] + 3e-3).float(), 2e-3  # its worst: 3e-3
+    runs = exact.float()
+
+    def judged(place: int, apart: float):
+        other = runs.clone()
+        other[place] += apart
+        both = {"before": Leaf(runs, "cpu"), "after": Leaf(other, "cpu")}
+        return judge_trial(ref, both, "cpu", None, None, "trial 1", precise=lambda: exact)
+
+    assert judged(7, 1e-3).passed  # within the reference's own rounding (20x half the tolerance there)
+    verdict = judged(5, 0.018)  # each run within the tolerance, apart by more than half of it plus 3e-3
+    assert not verdict.passed and "two runs on identical inputs disagree" in verdict.message, verdict.message
