@@ -51,3 +51,34 @@ def test_runs_apart_by_more_than_the_reference_s_own_error_still_disagree():
     assert judged(7, 1e-3).passed  # within the reference's own rounding (20x half the tolerance there)
     verdict = judged(5, 0.018)  # each run within the tolerance, apart by more than half of it plus 3e-3
     assert not verdict.passed and "two runs on identical inputs disagree" in verdict.message, verdict.message
+
+
+def test_a_view_of_the_input_is_not_below_the_output_floor(build_cache):
+    """The floor any correct kernel must take (its outputs written once, one launch; a rejection on CUDA) was
+    counted from the reference output's full size, though the output is a view of the input: an honest flatten
+    returning the same view, at the reference's own speed, was `rejected` on an H200 ("faster than any correct kernel
+    can be"; here the host's finding is computed with the H200's figures, as on that device). An output made in
+    the call still has its floor, and an expanded one counts each distinct value once."""
+    import torch
+
+    from kevin_tui.evaluator.host.speed_of_light import Bound, against_the_bound, gpu_peaks
+    from kevin_tui.evaluator.worker.capture import written_bytes
+
+    settings = EvalOptions(device="cpu", shapes="off", profile=False, timing=False, cache_dir=build_cache)
+    problem = load_problem(HERE / "problems" / "flatten_view.py")
+    with Evaluator(problem, settings, prespawn=False) as evaluator:
+        verdict = evaluator.evaluate((HERE / "honest_flatten_returns_a_view.py").read_text())
+        ready = evaluator.reference.ready()
+    assert verdict.status is Status.CORRECT, verdict.message
+    bound = Bound(ready["flops"], ready["work_bytes"], gpu_peaks("NVIDIA H200"))
+    written = ready.get("written_bytes", ready["output_bytes"])  # what host/candidate_run.py passes
+    view_ms = 0.0015  # a view returned on the GPU's host side, no kernel launched
+    finding = against_the_bound(bound, written, "cuda:0", view_ms, view_ms)
+    assert finding is not None and not finding.rejected, finding  # the reference's work (its input read): a warning
+
+    x = torch.randn(16, 64)
+    assert written_bytes(x.flatten(), [x], []) == 0
+    assert written_bytes(x + 1, [x], []) == x.numel() * 4
+    assert written_bytes((x.sum(0).expand(16, 64), x.t()), [x], []) == 64 * 4
+    made = against_the_bound(bound, written_bytes(x.relu(), [x], []), "cuda:0", view_ms, view_ms)
+    assert made is not None and made.rejected  # under one kernel launch: no correct kernel is that fast

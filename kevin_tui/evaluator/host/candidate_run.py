@@ -733,8 +733,8 @@ class HostRun:
         verdict.evidence["speed_of_light"] = bound.evidence(verdict.reference_ms, verdict.candidate_ms)
         if verdict.candidate_ms is None:
             return verdict
-        output_bytes = self.reference.ready()["output_bytes"]
-        finding = against_the_bound(bound, output_bytes, device, verdict.candidate_ms, verdict.reference_ms)
+        written = self.reference.ready()["written_bytes"]  # a view of an input is not written (redteam28)
+        finding = against_the_bound(bound, written, device, verdict.candidate_ms, verdict.reference_ms)
         if finding is None:
             return verdict
         if finding.rejected:

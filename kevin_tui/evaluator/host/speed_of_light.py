@@ -147,9 +147,10 @@ def impossible(bound: Bound, candidate_ms: float) -> bool:
 
 
 def output_floor_ms(peaks: Peaks, output_bytes: int, device: str) -> float:
-    """The least time any correct kernel needs: its outputs written once (and one launch on CUDA)."""
+    """The least time any correct kernel needs: its outputs written once (and one launch on CUDA; none where nothing
+    need be written: the reference's output is a view of its input, and so may a kernel's be)."""
     floor = output_bytes / (peaks.bandwidth_gbs * 1e9) * 1e3
-    return max(floor, LAUNCH_FLOOR_MS) if device.startswith("cuda") else floor
+    return max(floor, LAUNCH_FLOOR_MS) if device.startswith("cuda") and output_bytes else floor
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import torch
 
 from kevin_tui.evaluator.protocol import OUTPUT_FILE_SLACK, compile_baseline_on, round_file
 from kevin_tui.evaluator.worker import common, tensorfile
-from kevin_tui.evaluator.worker.capture import aliases, leaves, model_tensors, no_modes, snapshot
+from kevin_tui.evaluator.worker.capture import aliases, leaves, model_tensors, no_modes, snapshot, written_bytes
 from kevin_tui.evaluator.worker.channel import Channel
 from kevin_tui.evaluator.worker.guards import IdentityGuard, RoundWatch
 from kevin_tui.evaluator.worker.inputs import TimedInputs, near_duplicate, sample, trial_inputs
@@ -232,6 +232,7 @@ class Reference:
             "mutates_inputs": not common.same(args, original),
             "output_aliases": aliases(out, args, model_tensors(self.model)),
             "output_bytes": _nbytes(out),
+            "written_bytes": written_bytes(out, args, model_tensors(self.model)),
             "input_bytes": self.input_bytes,
             "flops": flops,
             "work_bytes": _nbytes(original) + _nbytes(out) + _nbytes(model_tensors(self.model)),
@@ -610,6 +611,7 @@ def run_reference(request: dict[str, Any], channel: Channel) -> None:
         output_aliases=probe["output_aliases"],
         threads=torch.get_num_threads(),
         output_bytes=probe["output_bytes"],
+        written_bytes=probe["written_bytes"],
         input_bytes=probe["input_bytes"],
         flops=probe["flops"],
         work_bytes=probe["work_bytes"],
