@@ -244,22 +244,26 @@ def _leaf_pairs(*values: Any) -> list[tuple[torch.Tensor, ...]]:
 
 def disagreement(ref: Any, a: Any, b: Any, atol: float | None, rtol: float | None, precise: Any = None) -> str | None:
     """Why two runs on identical inputs, each within tolerance of the reference, do not agree with each
-    other (uninitialised memory, a race), or None. Exact for integers; for floats within half the tolerance,
-    so the rounding of atomics in another order passes. With `precise` (the float64 result, the reference's
-    structure), a float tensor's runs may also differ by the float32 reference's own largest error: over a long
-    reduction that rounding is past the tolerance, and an honest kernel adding its partials in another order each
-    call (float atomics) differs from itself by as much (tests/candidates/redteam28/)."""
+    other (uninitialised memory, a race), or None. Exact for integers; for floats (complex ones part by part: they
+    were compared exactly) within half the tolerance, so the rounding of atomics in another order passes, and a
+    16-bit output one step of its format apart. With `precise` (the float64 result, the reference's structure), a
+    float tensor's runs may also differ by the float32 reference's own largest error: over a long reduction that
+    rounding is past the tolerance, and an honest kernel adding its partials in another order each call (float
+    atomics) differs from itself by as much (tests/candidates/redteam28/)."""
     exact = _flat(precise) if precise is not None else []
     for place, (r, x, y) in enumerate(zip(_flat(ref), _flat(a), _flat(b), strict=False)):
         if r is None or x is None or y is None:
             continue
+        r64 = exact[place] if place < len(exact) else None
+        if r.is_complex() and x.is_complex() and y.is_complex():  # part by part, as judged: exact equality failed
+            r, x, y = (torch.view_as_real(t.resolve_conj()) for t in (r, x, y))  # complex sums in another order
+            r64 = torch.view_as_real(r64.resolve_conj()) if r64 is not None and r64.is_complex() else None
         if not r.is_floating_point():
             if not torch.equal(x, y):
                 return f"{int((x != y).sum())} of {r.numel()} values differ between the two runs"
             continue
         atol_, rtol_, dtype = *tolerance_for(r.dtype, atol, rtol), r.dtype
         work = torch.float64 if r.dtype == torch.float64 else torch.float32
-        r64 = exact[place] if place < len(exact) else None
         own_error = 0.0
         if r64 is not None and r64.shape == r.shape and r64.is_floating_point() and r.dtype != torch.float64:
             own_error = float(torch.nan_to_num((r.to(torch.float64) - r64.to(r.device, torch.float64)).abs(),
