@@ -80,6 +80,8 @@ def test_a_view_of_the_input_is_not_below_the_output_floor(build_cache):
     assert written_bytes(x.flatten(), [x], []) == 0
     assert written_bytes(x + 1, [x], []) == x.numel() * 4
     assert written_bytes((x.sum(0).expand(16, 64), x.t()), [x], []) == 64 * 4
+    y = x * 2
+    assert written_bytes((y, y, y[0]), [x], []) == y.numel() * 4  # one tensor returned twice is written once
     made = against_the_bound(bound, written_bytes(x.relu(), [x], []), "cuda:0", view_ms, view_ms)
     assert made is not None and made.rejected  # under one kernel launch: no correct kernel is that fast
 

@@ -78,14 +78,15 @@ def written_bytes(output: Any, inputs: list[Any], parameters: list[Any]) -> int:
     tensor's stride-0 dimensions hold one value). The speed-of-light floor (host/speed_of_light.py): the output's
     full size rejected on CUDA an honest flatten, a view returned in microseconds (tests/candidates/redteam28/)."""
     shared = {index for index, _ in _sharing(output, inputs, parameters)}
-    total = 0
-    for index, leaf in enumerate(leaves(output)):
+    by_storage: dict[int, int] = {}  # outputs sharing memory with each other (one tensor returned twice): the most
+    for index, leaf in enumerate(leaves(output)):  # any of them needs, a floor never above what must be written
         if type(leaf) is torch.Tensor and index not in shared and leaf.numel():
             distinct = 1
             for size, stride in zip(leaf.shape, leaf.stride(), strict=True):
                 distinct *= size if stride else 1
-            total += distinct * leaf.element_size()
-    return total
+            key = leaf.untyped_storage().data_ptr()
+            by_storage[key] = max(by_storage.get(key, 0), distinct * leaf.element_size())
+    return sum(by_storage.values())
 
 
 def model_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
