@@ -117,3 +117,15 @@ def test_complex_sums_in_another_order_each_call_are_correct(build_cache):
     so complex row sums whose partials are added in another order each call (float atomics) were `incorrect`."""
     verdict = _evaluate("complex_row_sums", "complex_row_sums_in_any_order", build_cache)
     assert verdict.status is Status.CORRECT, verdict.message
+
+
+@pytest.mark.xfail(strict=True, reason="torch's CPU cumsum accumulates in float64: an honest float32 scan errs past "
+                   "fp32's 1e-4 and the float64 fallback allows only the reference's own (nil) error (red team 28)")  # fmt: skip
+def test_an_honest_float32_scan_is_correct_and_not_lower_precision(build_cache):
+    """torch's CPU cumsum accumulates float32 in float64, so an honest float32 running sum over 4000 terms is outside
+    fp32's tolerance at the odd value (`incorrect` in about half the draws of a trial) and, where it passes, uses ~1400x
+    the reference's share of the tolerance: `lower_precision` by size alone (a rejection under --strict)."""
+    verdict = _evaluate("cumsum", "honest_float32_scan", build_cache)
+    assert verdict.status is Status.CORRECT, verdict.message
+    warnings = {w.code: w.message for w in verdict.warnings}
+    assert "lower_precision" not in warnings, (warnings, verdict.evidence.get("precision"))
