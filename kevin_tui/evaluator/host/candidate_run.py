@@ -653,6 +653,8 @@ class HostRun:
             with self.worker.held():  # the candidate stopped while the reference works, as in its timed rounds
                 self.judge({"cmd": "judge_timed", "round": number, "precision_call": precision_call})
             results["candidate"].controls.append(self.candidate_round(number, calls, seed, control=True))
+        with self.worker.held():  # the named call's precision, after every round: its float64 forward's time, read
+            self.judge({"cmd": "timed_precision"})  # between rounds, told the candidate which round was measured
         return self.speed_verdict(results, device, leftover_cpu, secret.getrandbits(62))
 
     def reference_round(self, side: str, number: int, calls: int, seed: int) -> Round:

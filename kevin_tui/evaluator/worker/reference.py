@@ -477,6 +477,7 @@ class Reference:
 
     def timer_for(self, command: dict[str, Any]) -> None:
         self.timers, self.served, self.round_seeds = {}, {}, {}
+        self.named_call: tuple[int, int, Any, Any, dict[str, Any]] | None = None  # measured by `timed_precision`
         inputs = TimedInputs(self.module.get_inputs, self.device)  # its one draw decides how every side's calls draw
         watch = RoundWatch(IdentityGuard())  # the candidate's tripwires, run here for their time only
         for side in command["sides"]:
@@ -534,7 +535,11 @@ class Reference:
         against float64 before it counts, as in the trials. The host names one call of one round
         (`precision_call`, after every output was committed) whose precision is measured as the first trial's
         is: a kernel exact only where precision is measured (its first calls) and narrower where it is timed
-        shows it there."""
+        shows it there. That call's float64 result is computed after the last round (`timed_precision`): computed
+        here it made this round's judgement take a float64 forward longer (a CPU conv3d's: 291 ms between the candidate's
+        rounds after the measured one, 52-164 ms after the others), which the candidate, stopped meanwhile, reads off
+        the clock, and once it had seen the measured round pass it could be narrow, unmeasured, in every later one
+        (tests/test_redteam28.py)."""
         served, mine = self.served.pop(command["round"]), self.timers["eager"].outputs
         label = f"timing round {command['round']}"
         if type(served) is str or len(served) != len(mine):
@@ -559,11 +564,20 @@ class Reference:
         detail = f"{widened} within the float32 reference's own error of the float64 result" if widened else ""
         check = {"name": f"{label}: all {len(mine)} outputs", "passed": True, "detail": detail}
         named = command.get("precision_call")
-        precision = None
         if type(named) is int and 0 <= named < len(mine):
-            args = inputs.args(seed, named)
-            precision = self.precision(args, self.in_float64(args), mine[named], served[named], command)
-        self.channel.emit("judged", passed=True, checks=[check], mismatch={}, message="", precision=precision)
+            self.named_call = (seed, named, mine[named], served[named], command)
+        self.channel.emit("judged", passed=True, checks=[check], mismatch={}, message="", precision=None)
+
+    def timed_precision(self, command: dict[str, Any]) -> None:
+        """The precision of the timed call the host named (`judge_timed`), measured after the last round, so how long
+        it takes tells the candidate nothing about which round it was."""
+        precision = None
+        if self.named_call is not None:
+            seed, named, expected, got, judged = self.named_call
+            self.named_call = None
+            args = self.timers["eager"].inputs.args(seed, named)
+            precision = self.precision(args, self.in_float64(args), expected, got, judged)
+        self.channel.emit("judged", passed=True, checks=[], mismatch={}, message="", precision=precision)
 
     def measure_peaks(self, command: dict[str, Any]) -> None:
         """This CPU's memory bandwidth (a large copy) and FP32 rate (a matmul), best of a few runs."""
@@ -623,6 +637,7 @@ def run_reference(request: dict[str, Any], channel: Channel) -> None:
         "round": reference.round,
         "ingest": reference.ingest,
         "judge_timed": reference.judge_timed,
+        "timed_precision": reference.timed_precision,
         "measure_peaks": reference.measure_peaks,
         "shapes": reference.shapes,
         "changed": reference.changed,
