@@ -536,10 +536,10 @@ class Reference:
         (`precision_call`, after every output was committed) whose precision is measured as the first trial's
         is: a kernel exact only where precision is measured (its first calls) and narrower where it is timed
         shows it there. That call's float64 result is computed after the last round (`timed_precision`): computed
-        here it made this round's judgement take a float64 forward longer (a CPU conv3d's: 291 ms between the candidate's
-        rounds after the measured one, 52-164 ms after the others), which the candidate, stopped meanwhile, reads off
-        the clock, and once it had seen the measured round pass it could be narrow, unmeasured, in every later one
-        (tests/test_redteam28.py)."""
+        here it made this round's judgement take a float64 forward longer (a CPU conv3d's: 291 ms between the
+        candidate's rounds after the measured one, 52-164 ms after the others), which the candidate, stopped
+        meanwhile, reads off the clock, and once it had seen the measured round pass it could be narrow, unmeasured,
+        in every later one (tests/test_redteam28.py)."""
         served, mine = self.served.pop(command["round"]), self.timers["eager"].outputs
         label = f"timing round {command['round']}"
         if type(served) is str or len(served) != len(mine):
