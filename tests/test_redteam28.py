@@ -170,3 +170,33 @@ def test_the_timed_call_s_precision_is_measured_after_the_last_round(build_cache
     assert "timed_precision" in commands[last_round:], commands
     assert next(p for c, p in asked if c == "timed_precision") is not None
     assert verdict.evidence.get("precision"), verdict.evidence
+
+
+def test_the_secret_trial_s_precision_is_measured_after_the_last_trial(build_cache, monkeypatch):
+    """As for the timed call: the secret trial's float64 forward, run as that trial was judged, made the gap before
+    the candidate's next trial longer (by reading: the host sends the next trial once that judgement is done, and
+    nothing else varies between trials), so a kernel could be narrow, unmeasured,
+    in every trial after it: under --no-timing the only measurement. It is measured once every trial was judged."""
+    from kevin_tui.evaluator.host.reference import ReferenceWorker
+
+    asked: list[tuple[str, Any]] = []
+    original = ReferenceWorker.ask
+
+    def recorded(self, command, expect):
+        answer = original(self, command, expect)
+        named = "named trial" if command.get("precision") is True else command["cmd"]
+        asked.append((named, answer.get("precision")))
+        return answer
+
+    monkeypatch.setattr(ReferenceWorker, "ask", recorded)
+    settings = EvalOptions(device="cpu", shapes="off", profile=False, timing=False, cache_dir=build_cache)
+    problem = load_problem(CANDIDATES.parent / "problems" / "small_matmul.py")
+    source = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, a, b):\n        return a @ b\n"
+    with Evaluator(problem, settings, prespawn=False) as evaluator:
+        verdict = evaluator.evaluate(source)
+    assert verdict.status is Status.CORRECT, verdict.message
+    commands = [command for command, _ in asked]
+    assert all(p is None for c, p in asked if c in ("judge", "named trial")), asked
+    assert "trial_precision" in commands[commands.index("named trial") :], commands
+    assert next(p for c, p in asked if c == "trial_precision") is not None
+    assert verdict.evidence.get("precision"), verdict.evidence

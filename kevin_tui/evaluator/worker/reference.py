@@ -155,6 +155,7 @@ class Reference:
         self.round_seeds: dict[str, int] = {}  # each side's last round's seed: a judged call's inputs, drawn again
         self.output_aliases: list[str] = []  # what the reference's own output shares memory with (its probe)
         self.last_judged: dict[str, Any] | None = None  # the candidate outputs judged last
+        self.named_trial: Callable[[], Any] | None = None  # the secret trial's precision, measured by `trial_precision`
 
     def _import(self):
         try:
@@ -243,6 +244,7 @@ class Reference:
 
     def trials(self, command: dict[str, Any]) -> None:
         evaluation, seed = command["eval"], command["seed"]
+        self.named_trial = None  # an earlier evaluation's, stopped before its trials ended, is not this one's
         inputs = trial_inputs(self.module.get_inputs, seed, command["fresh"], command["duplicates"])
         paths, outputs = [], []
         for index, args in enumerate(inputs):
@@ -419,8 +421,9 @@ class Reference:
             verdict.message = f"{label}: {given_aliases[0]}, which the reference's output never does"
             verdict.mismatch = {"reason": verdict.message}
         precision = None
-        if measure and verdict.passed and precise is not None and args is not None:
-            precision = self.precision(args, precise(), ref, outputs.get("before"), command)
+        if measure and verdict.passed and precise is not None and args is not None:  # measured after the last trial:
+            got = outputs.get("before")  # here its float64 forward's time told the candidate which trial it was
+            self.named_trial = lambda: self.precision(args, precise(), ref, got, command)
         self.channel.emit(
             "judged",
             passed=verdict.passed,
@@ -568,6 +571,15 @@ class Reference:
             self.named_call = (seed, named, mine[named], served[named], command)
         self.channel.emit("judged", passed=True, checks=[check], mismatch={}, message="", precision=None)
 
+    def trial_precision(self, command: dict[str, Any]) -> None:
+        """The precision of the trial the host named in secret (`judge`, with `precision`), measured once every trial
+        was judged: measured as it was judged, the float64 forward's time between the candidate's trials told it which
+        trial was measured, and a kernel could be narrow, unmeasured, in every later one (under --no-timing the only
+        measurement; tests/test_redteam28.py)."""
+        measure, self.named_trial = self.named_trial, None
+        precision = measure() if measure is not None else None
+        self.channel.emit("judged", passed=True, checks=[], mismatch={}, message="", precision=precision)
+
     def timed_precision(self, command: dict[str, Any]) -> None:
         """The precision of the timed call the host named (`judge_timed`), measured after the last round, so how long
         it takes tells the candidate nothing about which round it was."""
@@ -638,6 +650,7 @@ def run_reference(request: dict[str, Any], channel: Channel) -> None:
         "ingest": reference.ingest,
         "judge_timed": reference.judge_timed,
         "timed_precision": reference.timed_precision,
+        "trial_precision": reference.trial_precision,
         "measure_peaks": reference.measure_peaks,
         "shapes": reference.shapes,
         "changed": reference.changed,
