@@ -166,6 +166,7 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
             "output_aliases": _string_list,
             "threads": _integer,
             "output_bytes": _integer,
+            "written_bytes": _integer,
             "input_bytes": _integer,
             "flops": _integer,
             "work_bytes": _integer,

@@ -543,6 +543,7 @@ class HostRun:
                         "precision": index == measured}, trial=index)  # fmt: skip
         self.changed_in_place("all")
         self.changed_in_place("few")
+        self.judge({"cmd": "trial_precision"})  # the secret trial's, after every trial: none's judgement took longer
         self.checks.append(Check("inputs unchanged", True, "the reference changes them too"
                                  if self.reference.ready()["mutates_inputs"] else ""))  # fmt: skip
         self.checks.append(Check("no replaced torch/timing functions", True))
@@ -653,6 +654,8 @@ class HostRun:
             with self.worker.held():  # the candidate stopped while the reference works, as in its timed rounds
                 self.judge({"cmd": "judge_timed", "round": number, "precision_call": precision_call})
             results["candidate"].controls.append(self.candidate_round(number, calls, seed, control=True))
+        with self.worker.held():  # the named call's precision, after every round: its float64 forward's time, read
+            self.judge({"cmd": "timed_precision"})  # between rounds, told the candidate which round was measured
         return self.speed_verdict(results, device, leftover_cpu, secret.getrandbits(62))
 
     def reference_round(self, side: str, number: int, calls: int, seed: int) -> Round:
@@ -733,8 +736,8 @@ class HostRun:
         verdict.evidence["speed_of_light"] = bound.evidence(verdict.reference_ms, verdict.candidate_ms)
         if verdict.candidate_ms is None:
             return verdict
-        output_bytes = self.reference.ready()["output_bytes"]
-        finding = against_the_bound(bound, output_bytes, device, verdict.candidate_ms, verdict.reference_ms)
+        written = self.reference.ready()["written_bytes"]  # a view of an input is not written (redteam28)
+        finding = against_the_bound(bound, written, device, verdict.candidate_ms, verdict.reference_ms)
         if finding is None:
             return verdict
         if finding.rejected:

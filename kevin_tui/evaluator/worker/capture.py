@@ -54,17 +54,39 @@ def leaves(value: Any) -> list[Any]:
     return [value]
 
 
-def aliases(output: Any, inputs: list[Any], parameters: list[Any]) -> list[str]:
-    """Which output tensors share memory with an input or a parameter/buffer of the model."""
+def _sharing(output: Any, inputs: list[Any], parameters: list[Any]) -> list[tuple[int, str]]:
+    """(index, what) of each output leaf that shares memory with an input or a parameter/buffer of the model."""
     found = []
     named = [(f"input {i}", span) for i, span in enumerate(_storages(inputs))]
     named += [("a parameter or buffer", span) for span in _storages(parameters)]
     for index, (start, end) in enumerate(_storages(leaves(output))):
         for name, (other_start, other_end) in named:
             if start < other_end and other_start < end:
-                found.append(f"output {index} shares memory with {name}")
+                found.append((index, name))
                 break
     return found
+
+
+def aliases(output: Any, inputs: list[Any], parameters: list[Any]) -> list[str]:
+    """Which output tensors share memory with an input or a parameter/buffer of the model."""
+    return [f"output {index} shares memory with {name}" for index, name in _sharing(output, inputs, parameters)]
+
+
+def written_bytes(output: Any, inputs: list[Any], parameters: list[Any]) -> int:
+    """The least memory a kernel returning `output` must write: none for a tensor that shares memory with an input
+    or a parameter (a view: a kernel may return the same view), each distinct element once for the rest (an expanded
+    tensor's stride-0 dimensions hold one value). The speed-of-light floor (host/speed_of_light.py): the output's
+    full size rejected on CUDA an honest flatten, a view returned in microseconds (tests/candidates/redteam28/)."""
+    shared = {index for index, _ in _sharing(output, inputs, parameters)}
+    by_storage: dict[int, int] = {}  # outputs sharing memory with each other (one tensor returned twice): the most
+    for index, leaf in enumerate(leaves(output)):  # any of them needs, a floor never above what must be written
+        if type(leaf) is torch.Tensor and index not in shared and leaf.numel():
+            distinct = 1
+            for size, stride in zip(leaf.shape, leaf.stride(), strict=True):
+                distinct *= size if stride else 1
+            key = leaf.untyped_storage().data_ptr()
+            by_storage[key] = max(by_storage.get(key, 0), distinct * leaf.element_size())
+    return sum(by_storage.values())
 
 
 def model_tensors(model: torch.nn.Module) -> list[torch.Tensor]:

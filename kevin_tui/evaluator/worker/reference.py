@@ -18,7 +18,7 @@ import torch
 
 from kevin_tui.evaluator.protocol import OUTPUT_FILE_SLACK, compile_baseline_on, round_file
 from kevin_tui.evaluator.worker import common, tensorfile
-from kevin_tui.evaluator.worker.capture import aliases, leaves, model_tensors, no_modes, snapshot
+from kevin_tui.evaluator.worker.capture import aliases, leaves, model_tensors, no_modes, snapshot, written_bytes
 from kevin_tui.evaluator.worker.channel import Channel
 from kevin_tui.evaluator.worker.guards import IdentityGuard, RoundWatch
 from kevin_tui.evaluator.worker.inputs import TimedInputs, near_duplicate, sample, trial_inputs
@@ -155,6 +155,7 @@ class Reference:
         self.round_seeds: dict[str, int] = {}  # each side's last round's seed: a judged call's inputs, drawn again
         self.output_aliases: list[str] = []  # what the reference's own output shares memory with (its probe)
         self.last_judged: dict[str, Any] | None = None  # the candidate outputs judged last
+        self.named_trial: Callable[[], Any] | None = None  # the secret trial's precision, measured by `trial_precision`
 
     def _import(self):
         try:
@@ -232,6 +233,7 @@ class Reference:
             "mutates_inputs": not common.same(args, original),
             "output_aliases": aliases(out, args, model_tensors(self.model)),
             "output_bytes": _nbytes(out),
+            "written_bytes": written_bytes(out, args, model_tensors(self.model)),
             "input_bytes": self.input_bytes,
             "flops": flops,
             "work_bytes": _nbytes(original) + _nbytes(out) + _nbytes(model_tensors(self.model)),
@@ -242,6 +244,7 @@ class Reference:
 
     def trials(self, command: dict[str, Any]) -> None:
         evaluation, seed = command["eval"], command["seed"]
+        self.named_trial = None  # an earlier evaluation's, stopped before its trials ended, is not this one's
         inputs = trial_inputs(self.module.get_inputs, seed, command["fresh"], command["duplicates"])
         paths, outputs = [], []
         for index, args in enumerate(inputs):
@@ -418,8 +421,9 @@ class Reference:
             verdict.message = f"{label}: {given_aliases[0]}, which the reference's output never does"
             verdict.mismatch = {"reason": verdict.message}
         precision = None
-        if measure and verdict.passed and precise is not None and args is not None:
-            precision = self.precision(args, precise(), ref, outputs.get("before"), command)
+        if measure and verdict.passed and precise is not None and args is not None:  # measured after the last trial:
+            got = outputs.get("before")  # here its float64 forward's time told the candidate which trial it was
+            self.named_trial = lambda: self.precision(args, precise(), ref, got, command)
         self.channel.emit(
             "judged",
             passed=verdict.passed,
@@ -476,6 +480,7 @@ class Reference:
 
     def timer_for(self, command: dict[str, Any]) -> None:
         self.timers, self.served, self.round_seeds = {}, {}, {}
+        self.named_call: tuple[int, int, Any, Any, dict[str, Any]] | None = None  # measured by `timed_precision`
         inputs = TimedInputs(self.module.get_inputs, self.device)  # its one draw decides how every side's calls draw
         watch = RoundWatch(IdentityGuard())  # the candidate's tripwires, run here for their time only
         for side in command["sides"]:
@@ -533,7 +538,11 @@ class Reference:
         against float64 before it counts, as in the trials. The host names one call of one round
         (`precision_call`, after every output was committed) whose precision is measured as the first trial's
         is: a kernel exact only where precision is measured (its first calls) and narrower where it is timed
-        shows it there."""
+        shows it there. That call's float64 result is computed after the last round (`timed_precision`): computed
+        here it made this round's judgement take a float64 forward longer (a CPU conv3d's: 291 ms between the
+        candidate's rounds after the measured one, 52-164 ms after the others), which the candidate, stopped
+        meanwhile, reads off the clock, and once it had seen the measured round pass it could be narrow, unmeasured,
+        in every later one (tests/test_redteam28.py)."""
         served, mine = self.served.pop(command["round"]), self.timers["eager"].outputs
         label = f"timing round {command['round']}"
         if type(served) is str or len(served) != len(mine):
@@ -558,11 +567,29 @@ class Reference:
         detail = f"{widened} within the float32 reference's own error of the float64 result" if widened else ""
         check = {"name": f"{label}: all {len(mine)} outputs", "passed": True, "detail": detail}
         named = command.get("precision_call")
-        precision = None
         if type(named) is int and 0 <= named < len(mine):
-            args = inputs.args(seed, named)
-            precision = self.precision(args, self.in_float64(args), mine[named], served[named], command)
-        self.channel.emit("judged", passed=True, checks=[check], mismatch={}, message="", precision=precision)
+            self.named_call = (seed, named, mine[named], served[named], command)
+        self.channel.emit("judged", passed=True, checks=[check], mismatch={}, message="", precision=None)
+
+    def trial_precision(self, command: dict[str, Any]) -> None:
+        """The precision of the trial the host named in secret (`judge`, with `precision`), measured once every trial
+        was judged: measured as it was judged, the float64 forward's time between the candidate's trials told it which
+        trial was measured, and a kernel could be narrow, unmeasured, in every later one (under --no-timing the only
+        measurement; tests/test_redteam28.py)."""
+        measure, self.named_trial = self.named_trial, None
+        precision = measure() if measure is not None else None
+        self.channel.emit("judged", passed=True, checks=[], mismatch={}, message="", precision=precision)
+
+    def timed_precision(self, command: dict[str, Any]) -> None:
+        """The precision of the timed call the host named (`judge_timed`), measured after the last round, so how long
+        it takes tells the candidate nothing about which round it was."""
+        precision = None
+        if self.named_call is not None:
+            seed, named, expected, got, judged = self.named_call
+            self.named_call = None
+            args = self.timers["eager"].inputs.args(seed, named)
+            precision = self.precision(args, self.in_float64(args), expected, got, judged)
+        self.channel.emit("judged", passed=True, checks=[], mismatch={}, message="", precision=precision)
 
     def measure_peaks(self, command: dict[str, Any]) -> None:
         """This CPU's memory bandwidth (a large copy) and FP32 rate (a matmul), best of a few runs."""
@@ -610,6 +637,7 @@ def run_reference(request: dict[str, Any], channel: Channel) -> None:
         output_aliases=probe["output_aliases"],
         threads=torch.get_num_threads(),
         output_bytes=probe["output_bytes"],
+        written_bytes=probe["written_bytes"],
         input_bytes=probe["input_bytes"],
         flops=probe["flops"],
         work_bytes=probe["work_bytes"],
@@ -621,6 +649,8 @@ def run_reference(request: dict[str, Any], channel: Channel) -> None:
         "round": reference.round,
         "ingest": reference.ingest,
         "judge_timed": reference.judge_timed,
+        "timed_precision": reference.timed_precision,
+        "trial_precision": reference.trial_precision,
         "measure_peaks": reference.measure_peaks,
         "shapes": reference.shapes,
         "changed": reference.changed,

@@ -1,0 +1,27 @@
+"""KernelBench level1/89 (cumsum along dim 1, 128 rows of 4000). On the CPU torch's float32 cumsum accumulates in
+float64 (its CPU accumulate type for float) and rounds each value once; on CUDA it accumulates in float32."""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return torch.cumsum(x, dim=self.dim)
+
+
+batch_size = 128
+input_shape = (4000,)
+dim = 1
+
+
+def get_inputs():
+    return [torch.randn(batch_size, *input_shape)]
+
+
+def get_init_inputs():
+    return [dim]
