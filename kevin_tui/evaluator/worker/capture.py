@@ -74,19 +74,47 @@ def aliases(output: Any, inputs: list[Any], parameters: list[Any]) -> list[str]:
 
 def written_bytes(output: Any, inputs: list[Any], parameters: list[Any]) -> int:
     """The least memory a kernel returning `output` must write: none for a tensor that shares memory with an input
-    or a parameter (a view: a kernel may return the same view), each distinct element once for the rest (an expanded
-    tensor's stride-0 dimensions hold one value). The speed-of-light floor (host/speed_of_light.py): the output's
-    full size rejected on CUDA an honest flatten, a view returned in microseconds (tests/candidates/redteam28/)."""
+    or a parameter (a view: a kernel may return the same view; `inputs`: those the reference left unchanged, for one
+    it changed in place and returned was written), each distinct element once for the rest (an expanded tensor's
+    stride-0 dimensions hold one value), and outputs sharing memory with each other the elements they cover together
+    (one tensor returned twice once, a tensor's chunks all of it). The speed-of-light floor
+    (host/speed_of_light.py): the output's full size rejected on CUDA an honest flatten, a view returned in
+    microseconds (tests/candidates/redteam28/); counting an in-place result as a view, or chunks as the largest one,
+    let a kernel pass below what it must write (tests/candidates/redteam29/)."""
     shared = {index for index, _ in _sharing(output, inputs, parameters)}
-    by_storage: dict[int, int] = {}  # outputs sharing memory with each other (one tensor returned twice): the most
-    for index, leaf in enumerate(leaves(output)):  # any of them needs, a floor never above what must be written
+    by_storage: dict[int, list[torch.Tensor]] = {}
+    for index, leaf in enumerate(leaves(output)):
         if type(leaf) is torch.Tensor and index not in shared and leaf.numel():
-            distinct = 1
-            for size, stride in zip(leaf.shape, leaf.stride(), strict=True):
-                distinct *= size if stride else 1
-            key = leaf.untyped_storage().data_ptr()
-            by_storage[key] = max(by_storage.get(key, 0), distinct * leaf.element_size())
-    return sum(by_storage.values())
+            by_storage.setdefault(leaf.untyped_storage().data_ptr(), []).append(leaf)
+    return sum(_covered_bytes(group) for group in by_storage.values())
+
+
+def _distinct_view(leaf: torch.Tensor) -> torch.Tensor:
+    """`leaf` with each stride-0 (expanded) dimension cut to one: its distinct elements."""
+    return leaf.as_strided([size if stride else 1 for size, stride in zip(leaf.shape, leaf.stride(), strict=True)],
+                           leaf.stride(), leaf.storage_offset())  # fmt: skip
+
+
+def _covered_bytes(group: list[torch.Tensor]) -> int:
+    """The bytes of one storage that the output tensors `group` (all on it) cover together; the largest one's
+    distinct elements where they cannot be marked (several element sizes, an overlapping layout)."""
+    largest = max(_distinct_view(t).numel() * t.element_size() for t in group)
+    first = group[0]
+    if len(group) == 1 or len({t.element_size() for t in group}) > 1:
+        return largest
+    if all(t.shape == first.shape and t.stride() == first.stride() and
+           t.storage_offset() == first.storage_offset() for t in group):  # fmt: skip
+        return largest  # one tensor returned more than once
+    size = first.element_size()
+    try:
+        with torch.no_grad():
+            marks = torch.zeros(first.untyped_storage().nbytes() // size, dtype=torch.bool, device=first.device)
+            for t in group:
+                view = _distinct_view(t)
+                marks.as_strided(view.shape, view.stride(), view.storage_offset()).fill_(True)
+            return max(int(marks.sum()) * size, largest)
+    except RuntimeError:
+        return largest
 
 
 def model_tensors(model: torch.nn.Module) -> list[torch.Tensor]:

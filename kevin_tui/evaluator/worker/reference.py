@@ -229,11 +229,12 @@ class Reference:
                 f"{self.path}: the reference returns a {type(out).__name__}; kevin-tui compares tensors, "
                 "tuples and lists of them, and plain numbers"
             )
+        unchanged = [a for a, o in zip(args, original, strict=True) if common.same(a, o)]
         return {
             "mutates_inputs": not common.same(args, original),
             "output_aliases": aliases(out, args, model_tensors(self.model)),
             "output_bytes": _nbytes(out),
-            "written_bytes": written_bytes(out, args, model_tensors(self.model)),
+            "written_bytes": written_bytes(out, unchanged, model_tensors(self.model)),  # one changed was written
             "input_bytes": self.input_bytes,
             "flops": flops,
             "work_bytes": _nbytes(original) + _nbytes(out) + _nbytes(model_tensors(self.model)),

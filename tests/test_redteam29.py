@@ -1,0 +1,61 @@
+"""Red team 29: red team 28's determinism allowances, its speed-of-light floor and the precision measured after the
+last trial (tests/candidates/redteam29/)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kevin_tui.evaluator import EvalOptions, Evaluator, Status
+from kevin_tui.problem import load_problem
+from tests.conftest import CANDIDATES
+
+HERE = CANDIDATES / "redteam29"
+
+
+def _options(build_cache) -> EvalOptions:
+    return EvalOptions(device="cpu", shapes="off", profile=False, timing=False, cache_dir=build_cache)
+
+
+def test_a_kernel_narrow_only_in_each_trial_s_second_run_is_lower_precision(relu_problem, build_cache):
+    """The secret trial's precision was measured on its "before" run only, and the candidate knows which run that is
+    (the second run's inputs repeat the previous call's): a ReLU keeping 14 mantissa bits exactly then was `correct`
+    with precision {0, 0} and no warning under --no-timing (accepted by --strict). The run that errs more is
+    measured now."""
+    with Evaluator(relu_problem, _options(build_cache), prespawn=False) as evaluator:
+        verdict = evaluator.evaluate((HERE / "narrow_on_the_second_run.py").read_text())
+    assert verdict.status is Status.CORRECT, verdict.message
+    assert "lower_precision" in {w.code for w in verdict.warnings}, verdict.evidence.get("precision")
+
+
+@pytest.mark.parametrize("problem", ["scale_in_place", "scaled_chunks"])
+def test_the_output_floor_counts_what_the_reference_wrote(build_cache, problem):
+    """written_bytes (red team 28) counted an output sharing memory with an input as nothing to write, and outputs
+    sharing memory with each other as the largest of them: a scale done in place and returned (64 MB written) was
+    counted 0 bytes, and 16 chunks of a 64 MB result 4 MB, so on an H200 a candidate timed at 1-5 us, where writing
+    64 MB takes 14 us, was a warning, not "faster than any correct kernel can be" (here the host's finding is
+    computed with the H200's figures, as on that device). An input the reference changed in place was written, and
+    chunks count all they cover."""
+    from kevin_tui.evaluator.host.speed_of_light import Bound, against_the_bound, gpu_peaks
+
+    with Evaluator(load_problem(HERE / "problems" / f"{problem}.py"), _options(build_cache), prespawn=False) as ev:
+        ready = ev.reference.ready()
+    assert ready["written_bytes"] == ready["output_bytes"] == 4096 * 4096 * 4
+    bound = Bound(ready["flops"], ready["work_bytes"], gpu_peaks("NVIDIA H200"))
+    finding = against_the_bound(bound, ready["written_bytes"], "cuda:0", 0.005, 0.030)
+    assert finding is not None and finding.rejected, finding
+
+
+def test_written_bytes_of_views_sharing_one_tensor():
+    """One tensor returned twice counts once, overlapping slices what they cover together, an expanded tensor its
+    distinct values; a view of an input left unchanged counts nothing."""
+    import torch
+
+    from kevin_tui.evaluator.worker.capture import written_bytes
+
+    y = torch.randn(64, 64)
+    assert written_bytes((y, y), [], []) == 64 * 64 * 4
+    assert written_bytes(torch.chunk(y, 16, dim=1), [], []) == 64 * 64 * 4
+    assert written_bytes((y[:32], y[16:48]), [], []) == 48 * 64 * 4
+    column = torch.randn(64, 1)
+    assert written_bytes((column.expand(64, 64), column.expand(64, 64)[:, :3]), [], []) == 64 * 4
+    assert written_bytes(y.flatten(), [y], []) == 0
