@@ -72,21 +72,45 @@ def aliases(output: Any, inputs: list[Any], parameters: list[Any]) -> list[str]:
     return [f"output {index} shares memory with {name}" for index, name in _sharing(output, inputs, parameters)]
 
 
-def written_bytes(output: Any, inputs: list[Any], parameters: list[Any]) -> int:
-    """The least memory a kernel returning `output` must write: none for a tensor that shares memory with an input
-    or a parameter (a view: a kernel may return the same view; `inputs`: those the reference left unchanged, for one
-    it changed in place and returned was written), each distinct element once for the rest (an expanded tensor's
-    stride-0 dimensions hold one value), and outputs sharing memory with each other the elements they cover together
-    (one tensor returned twice once, a tensor's chunks all of it). The speed-of-light floor
-    (host/speed_of_light.py): the output's full size rejected on CUDA an honest flatten, a view returned in
-    microseconds (tests/candidates/redteam28/); counting an in-place result as a view, or chunks as the largest one,
-    let a kernel pass below what it must write (tests/candidates/redteam29/)."""
+def written_bytes(
+    output: Any, inputs: list[Any], parameters: list[Any], saved: dict[int, torch.UntypedStorage] | None = None
+) -> int:
+    """The least memory a kernel returning `output` must write: for a tensor that shares memory with an input or a
+    parameter (a view: a kernel may return the same view) only the values the call changed there (`saved`: the
+    inputs' storages as they were before it, by address; an in-place result was written), each distinct element
+    once for the rest (an expanded tensor's stride-0 dimensions hold one value), and outputs sharing memory with
+    each other the elements they cover together (one tensor returned twice once, a tensor's chunks all of it). The
+    speed-of-light floor (host/speed_of_light.py): the output's full size rejected on CUDA an honest flatten, a view
+    returned in microseconds (tests/candidates/redteam28/); counting an in-place result as a view, or chunks as the
+    largest one, let a kernel pass below what it must write (tests/candidates/redteam29/)."""
     shared = {index for index, _ in _sharing(output, inputs, parameters)}
     by_storage: dict[int, list[torch.Tensor]] = {}
+    changed = 0
     for index, leaf in enumerate(leaves(output)):
-        if type(leaf) is torch.Tensor and index not in shared and leaf.numel():
+        if type(leaf) is not torch.Tensor or not leaf.numel():
+            continue
+        if index not in shared:
             by_storage.setdefault(leaf.untyped_storage().data_ptr(), []).append(leaf)
-    return sum(_covered_bytes(group) for group in by_storage.values())
+        elif (before := (saved or {}).get(leaf.untyped_storage().data_ptr())) is not None:
+            changed = max(changed, _changed_bytes(leaf, before))
+    return sum(_covered_bytes(group) for group in by_storage.values()) + changed
+
+
+def _changed_bytes(leaf: torch.Tensor, before: torch.UntypedStorage) -> int:
+    """The bytes of `leaf`'s distinct elements whose values differ from those at its place in `before` (its
+    storage as it was; NaN alike); none where that cannot be read so."""
+    view = _distinct_view(leaf)
+    try:
+        with torch.no_grad():
+            old = torch.empty(0, dtype=leaf.dtype, device=leaf.device).set_(
+                before, view.storage_offset(), view.shape, view.stride()
+            )
+            differs = old != view
+            if leaf.is_floating_point() or leaf.is_complex():
+                differs &= ~(torch.isnan(old) & torch.isnan(view))
+            return int(differs.sum()) * leaf.element_size()
+    except RuntimeError:
+        return 0
 
 
 def _distinct_view(leaf: torch.Tensor) -> torch.Tensor:

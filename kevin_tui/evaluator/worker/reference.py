@@ -229,12 +229,19 @@ class Reference:
                 f"{self.path}: the reference returns a {type(out).__name__}; kevin-tui compares tensors, "
                 "tuples and lists of them, and plain numbers"
             )
-        unchanged = [a for a, o in zip(args, original, strict=True) if common.same(a, o)]
+        saved = {}  # each input changed in place, its storage as it was (written_bytes: what the call changed there)
+        for now, was in zip(leaves(args), leaves(original), strict=False):
+            if type(now) is torch.Tensor and now.numel() and not common.same(now, was):
+                before = now.untyped_storage().clone()
+                torch.empty(0, dtype=now.dtype, device=now.device).set_(
+                    before, now.storage_offset(), now.shape, now.stride()
+                ).copy_(was)
+                saved[now.untyped_storage().data_ptr()] = before
         return {
             "mutates_inputs": not common.same(args, original),
             "output_aliases": aliases(out, args, model_tensors(self.model)),
             "output_bytes": _nbytes(out),
-            "written_bytes": written_bytes(out, unchanged, model_tensors(self.model)),  # one changed was written
+            "written_bytes": written_bytes(out, args, model_tensors(self.model), saved),  # what it changed there
             "input_bytes": self.input_bytes,
             "flops": flops,
             "work_bytes": _nbytes(original) + _nbytes(out) + _nbytes(model_tensors(self.model)),
