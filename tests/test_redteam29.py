@@ -61,7 +61,21 @@ def test_written_bytes_of_views_sharing_one_tensor():
     column = torch.randn(64, 1)
     assert written_bytes((column.expand(64, 64), column.expand(64, 64)[:, :3]), [], []) == 64 * 4
     assert written_bytes(y.flatten(), [y], []) == 0
+    assert written_bytes((y.flatten(), 1.5), [y], []) == 8  # a Python float is computed: one launch's floor on CUDA
     before = y.untyped_storage().clone()  # an input changed in place: the values the call changed there
     y[::2].zero_()
     assert written_bytes(y, [y], [], {y.untyped_storage().data_ptr(): before}) == 32 * 64 * 4
     assert written_bytes(y, [y], [], {y.untyped_storage().data_ptr(): y.untyped_storage().clone()}) == 0
+
+
+def test_a_python_float_output_keeps_the_launch_floor():
+    """A reference returning a Python float (`.item()` of a sum) counted 0 bytes written, which drops the one-launch
+    floor on CUDA (red team 28 drops it where nothing need be written, a view of an input): a candidate at 1 us
+    (under one kernel launch) was a warning on an H200. A float is computed in the call: it counts 8 bytes."""
+    from kevin_tui.evaluator.host.speed_of_light import Bound, against_the_bound, gpu_peaks
+    from kevin_tui.evaluator.worker.capture import written_bytes
+
+    written = written_bytes(1.5, [], [])
+    bound = Bound(4096 * 4096, 4096 * 4096 * 4, gpu_peaks("NVIDIA H200"))
+    finding = against_the_bound(bound, written, "cuda:0", 0.001, 0.020)
+    assert finding is not None and finding.rejected, finding

@@ -78,22 +78,25 @@ def written_bytes(
     """The least memory a kernel returning `output` must write: for a tensor that shares memory with an input or a
     parameter (a view: a kernel may return the same view) only the values the call changed there (`saved`: the
     inputs' storages as they were before it, by address; an in-place result was written), each distinct element
-    once for the rest (an expanded tensor's stride-0 dimensions hold one value), and outputs sharing memory with
-    each other the elements they cover together (one tensor returned twice once, a tensor's chunks all of it). The
+    once for the rest (an expanded tensor's stride-0 dimensions hold one value), outputs sharing memory with each
+    other the elements they cover together (one tensor returned twice once, a tensor's chunks all of it), and a
+    Python float 8 bytes (none lifted the floor of one launch on CUDA from a problem returning `.item()`). The
     speed-of-light floor (host/speed_of_light.py): the output's full size rejected on CUDA an honest flatten, a view
     returned in microseconds (tests/candidates/redteam28/); counting an in-place result as a view, or chunks as the
     largest one, let a kernel pass below what it must write (tests/candidates/redteam29/)."""
     shared = {index for index, _ in _sharing(output, inputs, parameters)}
     by_storage: dict[int, list[torch.Tensor]] = {}
-    changed = 0
+    in_place = numbers = 0
     for index, leaf in enumerate(leaves(output)):
+        if type(leaf) is float:  # a Python float: computed in the call (on CUDA, read back from the device)
+            numbers += 8
         if type(leaf) is not torch.Tensor or not leaf.numel():
             continue
         if index not in shared:
             by_storage.setdefault(leaf.untyped_storage().data_ptr(), []).append(leaf)
         elif (before := (saved or {}).get(leaf.untyped_storage().data_ptr())) is not None:
-            changed = max(changed, _changed_bytes(leaf, before))
-    return sum(_covered_bytes(group) for group in by_storage.values()) + changed
+            in_place = max(in_place, _changed_bytes(leaf, before))
+    return sum(_covered_bytes(group) for group in by_storage.values()) + in_place + numbers
 
 
 def _changed_bytes(leaf: torch.Tensor, before: torch.UntypedStorage) -> int:
