@@ -232,10 +232,13 @@ class Reference:
         saved = {}  # each input changed in place, its storage as it was (written_bytes: what the call changed there)
         for now, was in zip(leaves(args), leaves(original), strict=False):
             if type(now) is torch.Tensor and now.numel() and not common.same(now, was):
-                before = now.untyped_storage().clone()
-                torch.empty(0, dtype=now.dtype, device=now.device).set_(
-                    before, now.storage_offset(), now.shape, now.stride()
-                ).copy_(was)
+                try:  # out of memory: the in-place result counts as a view did (nothing written)
+                    before = now.untyped_storage().clone()
+                    torch.empty(0, dtype=now.dtype, device=now.device).set_(
+                        before, now.storage_offset(), now.shape, now.stride()
+                    ).copy_(was)
+                except RuntimeError:
+                    continue
                 saved[now.untyped_storage().data_ptr()] = before
         return {
             "mutates_inputs": not common.same(args, original),
