@@ -79,3 +79,39 @@ def test_a_python_float_output_keeps_the_launch_floor():
     bound = Bound(4096 * 4096, 4096 * 4096 * 4, gpu_peaks("NVIDIA H200"))
     finding = against_the_bound(bound, written, "cuda:0", 0.001, 0.020)
     assert finding is not None and finding.rejected, finding
+
+
+def test_runs_apart_by_more_than_the_allowances_still_disagree():
+    """The determinism check's allowances (red team 28) tried as a race would use them, each run within the
+    tolerance: bf16 runs 4 steps apart at 0.75 (the allowance there: half the tolerance and one step, 3.3 steps) and
+    complex runs apart in the imaginary part by 0.8 of the tolerance are still "two runs on identical inputs
+    disagree". Where the float32 reference's own error is large the allowance grows to it for every value of that
+    tensor (test_redteam28.py), but every run must still pass the judge on its own: no run-to-run garbage outside
+    the tolerance passes."""
+    import torch
+
+    from kevin_tui.evaluator.worker.judge import judge_trial
+    from kevin_tui.evaluator.worker.tensorfile import Leaf
+
+    def judged(ref: torch.Tensor, a: torch.Tensor, b: torch.Tensor, exact: torch.Tensor):
+        both = {"before": Leaf(a, "cpu"), "after": Leaf(b, "cpu")}
+        return judge_trial(ref, both, "cpu", None, None, "trial 1", precise=lambda: exact)
+
+    ref = torch.full((64,), 0.75, dtype=torch.bfloat16)
+    ref[0] = 1.5  # the tolerance's atol is 1e-2 (not cut by a tiny largest value)
+    step = 2.0**-8  # bf16's step in [0.5, 1)
+    low, high = ref.clone(), ref.clone()
+    low[5], high[5] = 0.75 - 2 * step, 0.75 + 2 * step  # each within 1e-2 + 1e-2 * 0.75 of 0.75
+    verdict = judged(ref, low, high, ref.double())
+    assert not verdict.passed and "two runs on identical inputs disagree" in verdict.message, verdict.message
+    near = ref.clone()
+    near[5] = 0.75 + step  # one step: rounding float32 sums taken in another order
+    assert judged(ref, ref, near, ref.double()).passed
+
+    torch.manual_seed(0)
+    exact = torch.randn(64, dtype=torch.complex128)
+    ref32 = exact.to(torch.complex64)
+    apart = ref32.clone()
+    apart[3] += 0.8j * (1e-4 + 1e-4 * abs(float(ref32[3].imag)))
+    verdict = judged(ref32, ref32, apart, exact)
+    assert not verdict.passed and "two runs on identical inputs disagree" in verdict.message, verdict.message
