@@ -72,21 +72,76 @@ def aliases(output: Any, inputs: list[Any], parameters: list[Any]) -> list[str]:
     return [f"output {index} shares memory with {name}" for index, name in _sharing(output, inputs, parameters)]
 
 
-def written_bytes(output: Any, inputs: list[Any], parameters: list[Any]) -> int:
-    """The least memory a kernel returning `output` must write: none for a tensor that shares memory with an input
-    or a parameter (a view: a kernel may return the same view), each distinct element once for the rest (an expanded
-    tensor's stride-0 dimensions hold one value). The speed-of-light floor (host/speed_of_light.py): the output's
-    full size rejected on CUDA an honest flatten, a view returned in microseconds (tests/candidates/redteam28/)."""
+def written_bytes(
+    output: Any, inputs: list[Any], parameters: list[Any], saved: dict[int, torch.UntypedStorage] | None = None
+) -> int:
+    """The least memory a kernel returning `output` must write: for a tensor that shares memory with an input or a
+    parameter (a view: a kernel may return the same view) only the values the call changed there (`saved`: the
+    inputs' storages as they were before it, by address; an in-place result was written), each distinct element
+    once for the rest (an expanded tensor's stride-0 dimensions hold one value), outputs sharing memory with each
+    other the elements they cover together (one tensor returned twice once, a tensor's chunks all of it), and a
+    Python float 8 bytes (none lifted the floor of one launch on CUDA from a problem returning `.item()`). The
+    speed-of-light floor (host/speed_of_light.py): the output's full size rejected on CUDA an honest flatten, a view
+    returned in microseconds (tests/candidates/redteam28/); counting an in-place result as a view, or chunks as the
+    largest one, let a kernel pass below what it must write (tests/candidates/redteam29/)."""
     shared = {index for index, _ in _sharing(output, inputs, parameters)}
-    by_storage: dict[int, int] = {}  # outputs sharing memory with each other (one tensor returned twice): the most
-    for index, leaf in enumerate(leaves(output)):  # any of them needs, a floor never above what must be written
-        if type(leaf) is torch.Tensor and index not in shared and leaf.numel():
-            distinct = 1
-            for size, stride in zip(leaf.shape, leaf.stride(), strict=True):
-                distinct *= size if stride else 1
-            key = leaf.untyped_storage().data_ptr()
-            by_storage[key] = max(by_storage.get(key, 0), distinct * leaf.element_size())
-    return sum(by_storage.values())
+    by_storage: dict[int, list[torch.Tensor]] = {}
+    in_place = numbers = 0
+    for index, leaf in enumerate(leaves(output)):
+        if type(leaf) is float:  # a Python float: computed in the call (on CUDA, read back from the device)
+            numbers += 8
+        if type(leaf) is not torch.Tensor or not leaf.numel():
+            continue
+        if index not in shared:
+            by_storage.setdefault(leaf.untyped_storage().data_ptr(), []).append(leaf)
+        elif (before := (saved or {}).get(leaf.untyped_storage().data_ptr())) is not None:
+            in_place = max(in_place, _changed_bytes(leaf, before))
+    return sum(_covered_bytes(group) for group in by_storage.values()) + in_place + numbers
+
+
+def _changed_bytes(leaf: torch.Tensor, before: torch.UntypedStorage) -> int:
+    """The bytes of `leaf`'s distinct elements whose values differ from those at its place in `before` (its
+    storage as it was; NaN alike); none where that cannot be read so."""
+    view = _distinct_view(leaf)
+    try:
+        with torch.no_grad():
+            old = torch.empty(0, dtype=leaf.dtype, device=leaf.device).set_(
+                before, view.storage_offset(), view.shape, view.stride()
+            )
+            differs = old != view
+            if leaf.is_floating_point() or leaf.is_complex():
+                differs &= ~(torch.isnan(old) & torch.isnan(view))
+            return int(differs.sum()) * leaf.element_size()
+    except RuntimeError:
+        return 0
+
+
+def _distinct_view(leaf: torch.Tensor) -> torch.Tensor:
+    """`leaf` with each stride-0 (expanded) dimension cut to one: its distinct elements."""
+    return leaf.as_strided([size if stride else 1 for size, stride in zip(leaf.shape, leaf.stride(), strict=True)],
+                           leaf.stride(), leaf.storage_offset())  # fmt: skip
+
+
+def _covered_bytes(group: list[torch.Tensor]) -> int:
+    """The bytes of one storage that the output tensors `group` (all on it) cover together; the largest one's
+    distinct elements where they cannot be marked (several element sizes, an overlapping layout)."""
+    largest = max(_distinct_view(t).numel() * t.element_size() for t in group)
+    first = group[0]
+    if len(group) == 1 or len({t.element_size() for t in group}) > 1:
+        return largest
+    if all(t.shape == first.shape and t.stride() == first.stride() and
+           t.storage_offset() == first.storage_offset() for t in group):  # fmt: skip
+        return largest  # one tensor returned more than once
+    size = first.element_size()
+    try:
+        with torch.no_grad():
+            marks = torch.zeros(first.untyped_storage().nbytes() // size, dtype=torch.bool, device=first.device)
+            for t in group:
+                view = _distinct_view(t)
+                marks.as_strided(view.shape, view.stride(), view.storage_offset()).fill_(True)
+            return max(int(marks.sum()) * size, largest)
+    except RuntimeError:
+        return largest
 
 
 def model_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
