@@ -220,6 +220,10 @@ def compare_number(ref: float, got: float, atol: float | None, rtol: float | Non
     return None if matches else {"reason": reason[:300]}
 
 
+# How far past the float32 reference's typical own error (its root mean square over a tensor) an honest kernel's
+# rounding may go at one place: errors of float sums in another order spread like the reference's, and 4 of its
+# standard deviations are passed at one value in ~16,000 by a kernel erring as the reference does.
+OWN_ERROR_SPREAD = 4.0
 AGREEMENT_SHARE = 0.5  # two runs on identical inputs may differ by this share of the tolerance (atomics' rounding)
 
 
@@ -366,9 +370,13 @@ def widens(problem: dict) -> bool:
 def within_reference_error(r: torch.Tensor, r64: torch.Tensor, x: torch.Tensor, atol: float | None,
                            rtol: float | None) -> bool:  # fmt: skip
     """Whether every value of the float tensor `x` is as close to the float64 result `r64` as the tolerance plus
-    the float32 reference `r`'s own error at that place allows: a kernel more exact than the reference (a float64
-    accumulator, another summation order over a long reduction) must not fail for the reference's rounding. A
-    complex tensor part by part, as it is compared (tests/candidates/redteam21/honest_complex_exact_sum.py)."""
+    the float32 reference `r`'s own error there allows: a kernel more exact than the reference (a float64
+    accumulator, another summation order over a long reduction) must not fail for the reference's rounding. That
+    error is the larger of the reference's at that place and OWN_ERROR_SPREAD times its root mean square over the
+    tensor's other places (a single value has only its own): at one place the reference may happen to round almost
+    exactly where an honest kernel summing in another order does not (a split-K matvec over 131072 terms failed at 1
+    of 128 outputs in 1 of ~150 calls, and an evaluation judges dozens). A complex tensor part by part, as it is
+    compared (tests/candidates/redteam21/honest_complex_exact_sum.py)."""
     if r.is_complex() and r64.is_complex() and x.is_complex():
         r, r64, x = (torch.view_as_real(t.resolve_conj()) for t in (r, r64, x))
     if not r.is_floating_point() or r.dtype == torch.float64 or not (r.shape == r64.shape == x.shape):
@@ -377,7 +385,12 @@ def within_reference_error(r: torch.Tensor, r64: torch.Tensor, x: torch.Tensor, 
     r, r64, x = (t.to("cpu", torch.float64) for t in (r, r64, x))
     if not (bool(torch.isfinite(r).all()) and bool(torch.isfinite(x).all()) and bool(torch.isfinite(r64).all())):
         return False
-    allowed = min(atol_, rtol_ * float(r.abs().max())) + rtol_ * r.abs() + (r - r64).abs()
+    own = (r - r64).abs()
+    others = own.numel() - 1  # each place's typical error is its others' (one value of its own: none)
+    typical = ((own.square().sum() - own.square()) / others).clamp(min=0).sqrt() if others else torch.zeros_like(own)
+    allowed = (
+        min(atol_, rtol_ * float(r.abs().max())) + rtol_ * r.abs() + torch.maximum(own, OWN_ERROR_SPREAD * typical)
+    )
     if bool(((x - r64).abs() > allowed).any()):
         return False
     return not _constant_against_varying_truth(r, r64, x)
