@@ -38,6 +38,7 @@ from kevin_tui import kernelbench  # noqa: E402
 from kevin_tui.evaluator import EvalOptions, Evaluator  # noqa: E402
 from kevin_tui.evaluator.host.cache import usage  # noqa: E402
 from kevin_tui.evaluator.host.sandbox import worker_env  # noqa: E402
+from kevin_tui.evaluator.worker.builder import wheel_cuda_dirs  # noqa: E402
 from kevin_tui.problem import load_problem  # noqa: E402
 
 RELU = kernelbench.root() / "level1" / "19_ReLU.py"
@@ -71,6 +72,8 @@ def plain_build(source: str, tmp: Path) -> float:
     path.write_text(source)
     env = {**worker_env(), "HOME": str(tmp), "TORCH_EXTENSIONS_DIR": str(tmp / "ext"), "PYTHONPATH": str(REPO)}
     env["TMPDIR"] = str(tmp)
+    if not (Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "include" / "cublas_v2.h").exists():
+        env["CPATH"] = os.pathsep.join(wheel_cuda_dirs()[0])  # as kevin-tui's builder does (toolkit_fallbacks)
     out = subprocess.run([sys.executable, "-c", PLAIN, str(path)], capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise SystemExit(f"plain load_inline failed:\n{out.stderr[-2000:]}")
