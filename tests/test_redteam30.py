@@ -115,6 +115,27 @@ def test_a_race_in_the_small_rows_disagrees():
     assert not verdict.passed, verdict.message
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: a bf16 chain's intermediate roundings are computed error as large as the value, and the spread "
+    "takes them from the large outputs to those near zero",
+)
+def test_a_bf16_matmul_scale_bias_on_a_fixed_point_grid_is_incorrect():
+    """(a @ b) * 1.3 + 0.5 in bf16, rounded at each op: the reference's error beyond its output's rounding is the
+    intermediate roundings, up to ~1/8 at the large outputs, and it spreads: sums rounded to a grid of 1/8 (up to 1/16
+    off near zero, 6x the tolerance) pass the fallback, and with the reference's own error at 0.87 of the tolerance
+    the warning's bar is 8.7 (the candidate's 5.9): no lower_precision either."""
+    generator = torch.Generator().manual_seed(30)
+    a = torch.randn(1024, 1024, generator=generator).to(torch.bfloat16)
+    b = torch.randn(1024, 64, generator=generator).to(torch.bfloat16)
+    ref, exact = (a @ b) * 1.3 + 0.5, (a.double() @ b.double()) * 1.3 + 0.5
+    sums = (a.float() @ b.float()) * 1.3 + 0.5
+    assert _judged(ref, exact, sums.to(torch.bfloat16)).passed  # the honest fused kernel
+    wrong = (torch.round(sums * 8) / 8).to(torch.bfloat16)
+    assert compare_tensor(ref, wrong, None, None) is not None
+    assert not _judged(ref, exact, wrong).passed
+
+
 def test_a_bf16_matmul_with_a_fixed_point_epilogue_is_incorrect(build_cache):
     """End to end on red team 28's bf16 matmul: `correct` with no lower_precision before the fix."""
     problem = CANDIDATES / "redteam28" / "problems" / "bf16_matmul.py"
