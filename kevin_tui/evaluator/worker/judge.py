@@ -372,22 +372,30 @@ def within_reference_error(r: torch.Tensor, r64: torch.Tensor, x: torch.Tensor, 
     """Whether every value of the float tensor `x` is as close to the float64 result `r64` as the tolerance plus
     the float32 reference `r`'s own error there allows: a kernel more exact than the reference (a float64
     accumulator, another summation order over a long reduction) must not fail for the reference's rounding. That
-    error is the larger of the reference's at that place and OWN_ERROR_SPREAD times its root mean square over the
-    tensor's other places (a single value has only its own): at one place the reference may happen to round almost
-    exactly where an honest kernel summing in another order does not (a split-K matvec over 131072 terms failed at 1
-    of 128 outputs in 1 of ~150 calls, and an evaluation judges dozens). A complex tensor part by part, as it is
-    compared (tests/candidates/redteam21/honest_complex_exact_sum.py)."""
+    error is the larger of the reference's at that place and OWN_ERROR_SPREAD times the root mean square over the
+    tensor's other places of what its error there exceeds half a step of its format by (a single value has only its
+    own; the output's rounding, as large as the value, does not spread: tests/test_redteam30.py): at one place the
+    reference may happen to round almost exactly where an honest kernel summing in another order does not (a split-K
+    matvec over 131072 terms failed at 1 of 128 outputs in 1 of ~150 calls, and an evaluation judges dozens). A
+    complex tensor part by part, as it is compared (tests/candidates/redteam21/honest_complex_exact_sum.py)."""
     if r.is_complex() and r64.is_complex() and x.is_complex():
         r, r64, x = (torch.view_as_real(t.resolve_conj()) for t in (r, r64, x))
     if not r.is_floating_point() or r.dtype == torch.float64 or not (r.shape == r64.shape == x.shape):
         return False
-    atol_, rtol_ = tolerance_for(r.dtype, atol, rtol)
+    atol_, rtol_, dtype = *tolerance_for(r.dtype, atol, rtol), r.dtype
     r, r64, x = (t.to("cpu", torch.float64) for t in (r, r64, x))
     if not (bool(torch.isfinite(r).all()) and bool(torch.isfinite(x).all()) and bool(torch.isfinite(r64).all())):
         return False
     own = (r - r64).abs()
+    # what spreads is the error of the computation, not the output's rounding to its format, which is as large as
+    # the value there: a bf16 matmul's rounding at 32-64 (up to 1/8) let outputs near zero err 6x their tolerance
+    computed = (own - 0.5 * _spacing(r, dtype)).clamp(min=0)
     others = own.numel() - 1  # each place's typical error is its others' (one value of its own: none)
-    typical = ((own.square().sum() - own.square()) / others).clamp(min=0).sqrt() if others else torch.zeros_like(own)
+    typical = (
+        ((computed.square().sum() - computed.square()) / others).clamp(min=0).sqrt()
+        if others
+        else torch.zeros_like(own)
+    )
     allowed = (
         min(atol_, rtol_ * float(r.abs().max())) + rtol_ * r.abs() + torch.maximum(own, OWN_ERROR_SPREAD * typical)
     )
