@@ -89,19 +89,22 @@ def test_cuda_evidence_speed_of_light_coverage_and_an_interval(relu_gpu):
     assert verdict.clock.startswith("host clock")
 
 
-def test_a_time_below_the_speed_of_light_is_rejected_on_cuda(relu_problem, build_cache):
-    """The CUDA rejection path end to end, with a candidate that passes every tripwire: declared peaks a
-    thousand times below this GPU's put the honest kernel's real CUDA-event time under the bound, which
-    on CUDA (L2 flushed before every call) is `rejected`, with the figures. (No cheat that times below
-    the real bound gets past the tripwires to be planted here: patched_timer.py is rejected before timing.)"""
+def test_declared_peaks_that_the_reference_beats_too_give_a_warning_not_a_rejection_on_cuda(relu_problem, build_cache):
+    """The CUDA floor end to end (the rejection itself, a candidate below it where the reference is not, is tested
+    with the H200's figures in tests/test_trust_schedule.py and test_redteam28.py): declared peaks a thousand times
+    below this GPU's put the honest kernel's real CUDA-event time under the time its outputs take to write, and the
+    trusted reference's time too, so the floor does not hold for these figures: a warning that says both were below
+    it, the verdict `correct` (before red team 28 it was `rejected` "faster than any correct kernel can be")."""
     import torch
 
     slow = {torch.cuda.get_device_name(0): {"bandwidth_gbs": 4.8, "fp32_tflops": 0.067, "tensor_tflops": 0.989}}
     options = EvalOptions(device="cuda", cache_dir=build_cache, peaks=slow, timing_trials=100)
     with Evaluator(relu_problem, options) as evaluator:
         verdict = evaluator.evaluate(candidate("relu_cuda.py"))
-    assert verdict.status is Status.REJECTED, verdict.message
-    assert verdict.message.startswith("faster than the hardware allows") and "configuration" in verdict.message
+    assert verdict.status is Status.CORRECT, verdict.message
+    warnings = {w.code: w.message for w in verdict.warnings}
+    assert "the reference was too" in warnings.get("below_speed_of_light", ""), warnings
+    assert "configuration" in warnings["below_speed_of_light"]
     assert verdict.evidence["speed_of_light"]["candidate_fraction"] > 1
 
 

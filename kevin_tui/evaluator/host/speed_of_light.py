@@ -176,8 +176,9 @@ def against_the_bound(
                        "may have stayed in cache between calls")  # fmt: skip
     if not impossible(bound, candidate_ms):
         return None
-    if not device.startswith("cuda") and reference_ms is not None and impossible(bound, reference_ms):
-        return None  # the reference beats the bound too: its data stays in this CPU's caches
+    if reference_ms is not None and impossible(bound, reference_ms):
+        return None  # the trusted reference beats it too: its data stays in this CPU's caches, or it does less work
+        # than its inputs' and outputs' bytes say (a view returned: tests/test_redteam28.py), so the bound says nothing
     return Finding(False, (
         f"faster than the reference's work allows: {candidate_ms:.4f} ms, but the reference's "
         f"{bound.bytes / 1e6:.1f} MB and {bound.flops / 1e9:.2f} GFLOP take at least {bound.least_ms():.4f} ms here "
