@@ -161,13 +161,13 @@ def test_a_python_numbers_precision_is_measured_like_a_tensors(tmp_path):
     measured = {"trial": 0, "precision": True}  # the trial the host measures (redteam10: named in secret)
     assert _judged(reference, channel, out, float(x.sum()), ("before", "after"), **measured)
     assert channel.events[-1]["precision"] is None  # measured after the last trial (redteam28), when asked
-    reference.trial_precision({"cmd": "trial_precision"})
+    reference.deferred_precision({"cmd": "trial_precision"})
     honest = channel.events[-1]["precision"]
     assert honest is not None and honest["candidate"] < 0.1
     exact = float(x.double().sum())
     off = exact + 0.5 * (1e-4 + 1e-4 * abs(exact))
     assert _judged(reference, channel, out, off, ("before", "after"), **measured)
-    reference.trial_precision({"cmd": "trial_precision"})
+    reference.deferred_precision({"cmd": "trial_precision"})
     precision = channel.events[-1]["precision"]
     assert precision["candidate"] > 0.4 and precision["candidate"] > 10 * precision["reference"]
 

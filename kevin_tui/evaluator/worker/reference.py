@@ -155,7 +155,8 @@ class Reference:
         self.round_seeds: dict[str, int] = {}  # each side's last round's seed: a judged call's inputs, drawn again
         self.output_aliases: list[str] = []  # what the reference's own output shares memory with (its probe)
         self.last_judged: dict[str, Any] | None = None  # the candidate outputs judged last
-        self.named_trial: Callable[[], Any] | None = None  # the secret trial's precision, measured by `trial_precision`
+        # the named trial's or timed call's precision, measured after every trial or round (`deferred_precision`)
+        self.deferred: Callable[[], dict[str, float] | None] | None = None
 
     def _import(self):
         try:
@@ -255,7 +256,7 @@ class Reference:
 
     def trials(self, command: dict[str, Any]) -> None:
         evaluation, seed = command["eval"], command["seed"]
-        self.named_trial = None  # an earlier evaluation's, stopped before its trials ended, is not this one's
+        self.deferred = None  # an earlier evaluation's, stopped before its trials ended, is not this one's
         inputs = trial_inputs(self.module.get_inputs, seed, command["fresh"], command["duplicates"])
         paths, outputs = [], []
         for index, args in enumerate(inputs):
@@ -433,7 +434,7 @@ class Reference:
             verdict.mismatch = {"reason": verdict.message}
         precision = None
         if measure and verdict.passed and precise is not None and args is not None:  # measured after the last trial:
-            self.named_trial = partial(self.trial_run_precision, args, precise, ref, dict(outputs), command)
+            self.deferred = partial(self.trial_run_precision, args, precise, ref, dict(outputs), command)
         self.channel.emit(
             "judged",
             passed=verdict.passed,
@@ -490,7 +491,7 @@ class Reference:
 
     def timer_for(self, command: dict[str, Any]) -> None:
         self.timers, self.served, self.round_seeds = {}, {}, {}
-        self.named_call: tuple[int, int, Any, Any, dict[str, Any]] | None = None  # measured by `timed_precision`
+        self.deferred = None
         inputs = TimedInputs(self.module.get_inputs, self.device)  # its one draw decides how every side's calls draw
         watch = RoundWatch(IdentityGuard())  # the candidate's tripwires, run here for their time only
         for side in command["sides"]:
@@ -578,7 +579,7 @@ class Reference:
         check = {"name": f"{label}: all {len(mine)} outputs", "passed": True, "detail": detail}
         named = command.get("precision_call")
         if type(named) is int and 0 <= named < len(mine):
-            self.named_call = (seed, named, mine[named], served[named], command)
+            self.deferred = partial(self.timed_call_precision, seed, named, mine[named], served[named], command)
         self.channel.emit("judged", passed=True, checks=[check], mismatch={}, message="", precision=None)
 
     def trial_run_precision(
@@ -595,24 +596,22 @@ class Reference:
         got = max(outputs.values(), key=lambda out: tolerance_share(exact, out, ref, atol, rtol) or 0.0)
         return self.precision(args, exact, ref, got, command)
 
-    def trial_precision(self, command: dict[str, Any]) -> None:
-        """The precision of the trial the host named in secret (`judge`, with `precision`), measured once every trial
-        was judged: measured as it was judged, the float64 forward's time between the candidate's trials told it which
-        trial was measured, and a kernel could be narrow, unmeasured, in every later one (under --no-timing the only
-        measurement; tests/test_redteam28.py)."""
-        measure, self.named_trial = self.named_trial, None
-        precision = measure() if measure is not None else None
-        self.channel.emit("judged", passed=True, checks=[], mismatch={}, message="", precision=precision)
+    def timed_call_precision(
+        self, seed: int, call: int, expected: Any, got: Any, command: dict[str, Any]
+    ) -> dict[str, float] | None:
+        """The named timed call's precision; its inputs drawn again only now (drawn as its round was judged, their
+        time would tell which round it was)."""
+        args = self.timers["eager"].inputs.args(seed, call)
+        return self.precision(args, self.in_float64(args), expected, got, command)
 
-    def timed_precision(self, command: dict[str, Any]) -> None:
-        """The precision of the timed call the host named (`judge_timed`), measured after the last round, so how long
-        it takes tells the candidate nothing about which round it was."""
-        precision = None
-        if self.named_call is not None:
-            seed, named, expected, got, judged = self.named_call
-            self.named_call = None
-            args = self.timers["eager"].inputs.args(seed, named)
-            precision = self.precision(args, self.in_float64(args), expected, got, judged)
+    def deferred_precision(self, command: dict[str, Any]) -> None:
+        """The precision of the trial the host named in secret (`judge`, with `precision`; `trial_precision`) or of the
+        timed call it named (`judge_timed`; `timed_precision`), measured once every trial or round was judged:
+        measured as it was judged, the float64 forward's time between the candidate's trials or rounds told it which
+        was measured, and a kernel could be narrow, unmeasured, in every later one (under --no-timing the trial's is
+        the only measurement; tests/test_redteam28.py)."""
+        measure, self.deferred = self.deferred, None
+        precision = measure() if measure is not None else None
         self.channel.emit("judged", passed=True, checks=[], mismatch={}, message="", precision=precision)
 
     def measure_peaks(self, command: dict[str, Any]) -> None:
@@ -673,8 +672,8 @@ def run_reference(request: dict[str, Any], channel: Channel) -> None:
         "round": reference.round,
         "ingest": reference.ingest,
         "judge_timed": reference.judge_timed,
-        "timed_precision": reference.timed_precision,
-        "trial_precision": reference.trial_precision,
+        "timed_precision": reference.deferred_precision,
+        "trial_precision": reference.deferred_precision,
         "measure_peaks": reference.measure_peaks,
         "shapes": reference.shapes,
         "changed": reference.changed,
