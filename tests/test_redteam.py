@@ -14,6 +14,7 @@ from kevin_tui.evaluator.worker.judge import compare_tensor
 from kevin_tui.problem import load_problem
 from tests.conftest import CANDIDATES, PROBLEMS
 from tests.conftest import candidate as candidate_source
+from tests.truths import redrawn
 
 REDTEAM = CANDIDATES / "redteam"
 
@@ -106,15 +107,16 @@ def test_a_result_more_exact_than_the_reference_passes_and_a_less_exact_one_fail
     a, b = torch.randn(256, 131072), torch.randn(131072, 1)
     ref32 = a @ b
     ref64 = a.double() @ b.double()
+    truth = redrawn(torch.matmul, a, b)
     exact = ref64.float()
     assert compare_tensor(ref32, exact, None, None) is not None  # judged against ref32 alone, it fails
     verdict = judge_trial(ref32, {"before": Leaf(exact, "cpu"), "after": Leaf(exact.clone(), "cpu")}, "cpu", None,
-                          None, "trial 2", precise=lambda: ref64)  # fmt: skip
+                          None, "trial 2", precise=truth)  # fmt: skip
     assert verdict.passed, verdict.message
     assert "float32 reference's own error" in verdict.checks[0].detail
     low = (a.bfloat16() @ b.bfloat16()).float()
     runs = {"before": Leaf(low, "cpu"), "after": Leaf(low.clone(), "cpu")}
-    verdict = judge_trial(ref32, runs, "cpu", None, None, "trial 2", precise=lambda: ref64)
+    verdict = judge_trial(ref32, runs, "cpu", None, None, "trial 2", precise=truth)
     assert not verdict.passed and "outside tolerance" in verdict.message
 
 

@@ -11,6 +11,7 @@ from torch import nn
 
 from kevin_tui.usermodel.check import compare_norm
 from kevin_tui.usermodel.training_check import compiled, gradients, loss_weights
+from tests.truths import exactly
 
 # -- apply --check: a compiled model that differs in kind, not in values, is never within compile's own bar --------
 
@@ -117,7 +118,7 @@ def test_the_float64_fallback_still_judges_every_other_output(sums_and_tanh, sec
         "a list": [Leaf(ref[1], "cpu")],
     }
     got = (Leaf(moved, "cpu"), made.get(second, second) if isinstance(second, str) else second)
-    judged = judge_trial(ref, {"before": got}, "cpu", None, None, "trial 1", precise=lambda: ref64)
+    judged = judge_trial(ref, {"before": got}, "cpu", None, None, "trial 1", precise=exactly(ref64))
     assert not judged.passed and "output 1" in judged.message, judged
 
 
@@ -128,7 +129,7 @@ def test_an_exact_first_output_beside_a_right_second_still_passes(sums_and_tanh)
     ref, ref64, moved = sums_and_tanh
     got = (Leaf(moved, "cpu"), Leaf(ref64[1].float(), "cpu"))
     assert not judge_trial(ref, {"before": got}, "cpu", None, None, "trial 1").passed  # outside tolerance alone
-    judged = judge_trial(ref, {"before": got}, "cpu", None, None, "trial 1", precise=lambda: ref64)
+    judged = judge_trial(ref, {"before": got}, "cpu", None, None, "trial 1", precise=exactly(ref64))
     assert judged.passed and "own error" in judged.checks[0].detail, judged
 
 

@@ -63,14 +63,15 @@ import torch.nn as nn
 
 class ModelNew(nn.Module):
     def forward(self, a):
-        return torch.view_as_complex(a.double().sum(1)).to(torch.complex64) + 0.05
+        return torch.view_as_complex(a.double().sum(1)).to(torch.complex64) + 0.2
 """
 
 
 def test_a_complex_output_more_exact_than_the_reference_passes_and_a_wrong_one_fails(build_cache):
     """honest_complex_exact_sum.py: exact row sums where float32 rounds (z + 1e4) - 1e4 by ~0.02 were `incorrect`
     (50 of 128 values outside tolerance): the float64 fallback judged real tensors only. Part by part now, and
-    0.05 off the exact sums is still outside the reference's own error."""
+    0.2 off the exact sums (~15x the reference's typical own error, ~0.013) is still outside it: 0.05 off, 4x it,
+    was inside for most inputs, before the error was drawn again too (own_error.py) as after."""
     options = EvalOptions(device="cpu", timing=False, shapes="off", profile=False, cache_dir=build_cache)
     with Evaluator(load_problem(PROBLEMS / "complex_rounded_sum.py"), options, prespawn=False) as evaluator:
         honest = evaluator.evaluate((HERE / "honest_complex_exact_sum.py").read_text())

@@ -11,6 +11,7 @@ import pytest
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.problem import load_problem
 from tests.conftest import CANDIDATES
+from tests.truths import exactly
 
 HERE = CANDIDATES / "redteam28"
 
@@ -53,7 +54,7 @@ def test_runs_apart_by_more_than_the_reference_s_own_error_still_disagree():
         other = runs.clone()
         other[place] += apart
         both = {"before": Leaf(runs, "cpu"), "after": Leaf(other, "cpu")}
-        return judge_trial(ref, both, "cpu", None, None, "trial 1", precise=lambda: exact)
+        return judge_trial(ref, both, "cpu", None, None, "trial 1", precise=exactly(exact))
 
     assert judged(7, 1e-3).passed  # within the reference's own rounding (20x half the tolerance there)
     verdict = judged(5, 0.018)  # each run within the tolerance, apart by more than half of it plus 3e-3

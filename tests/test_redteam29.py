@@ -8,6 +8,7 @@ import pytest
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.problem import load_problem
 from tests.conftest import CANDIDATES
+from tests.truths import exactly
 
 HERE = CANDIDATES / "redteam29"
 
@@ -95,7 +96,7 @@ def test_runs_apart_by_more_than_the_allowances_still_disagree():
 
     def judged(ref: torch.Tensor, a: torch.Tensor, b: torch.Tensor, exact: torch.Tensor):
         both = {"before": Leaf(a, "cpu"), "after": Leaf(b, "cpu")}
-        return judge_trial(ref, both, "cpu", None, None, "trial 1", precise=lambda: exact)
+        return judge_trial(ref, both, "cpu", None, None, "trial 1", precise=exactly(exact))
 
     ref = torch.full((64,), 0.75, dtype=torch.bfloat16)
     ref[0] = 1.5  # the tolerance's atol is 1e-2 (not cut by a tiny largest value)

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from kevin_tui.evaluator.verdict import Check  # the verdict's own: the host rebuilds it from its fields
+from kevin_tui.evaluator.worker.own_error import Truth, format_step
 from kevin_tui.evaluator.worker.tensorfile import Leaf, Other
 
 TOLERANCES = {
@@ -168,12 +169,14 @@ def _figures(ref, out, finite_mask, finite_ref, diff, over, atol, rtol) -> dict[
 
 
 def compare_output(
-    ref: Any, got: Any, device: str, atol: float | None, rtol: float | None, where: str = "", precise: Any = None
-) -> dict | None:
+    ref: Any, got: Any, device: str, atol: float | None, rtol: float | None, where: str = "", precise: Any = None,
+    spread: Any = None,
+) -> dict | None:  # fmt: skip
     """Compare exact structures; `got` is what tensorfile.read(with_devices=True) returned. With `precise` (the
-    float64 result, the reference's structure), a float tensor outside tolerance passes where it is within the
-    float32 reference's own error of it; every other part is judged exactly as without it (the fallback judged
-    only the float tensors it could pair before, so a later output that was None passed)."""
+    float64 result, the reference's structure) and `spread` (the reference's typical own error at each place,
+    own_error.Truth.spread), a float tensor outside tolerance passes where it is within the float32 reference's
+    own error of it; every other part is judged exactly as without it (the fallback judged only the float tensors
+    it could pair before, so a later output that was None passed)."""
     if isinstance(ref, torch.Tensor):
         if not isinstance(got, Leaf):
             return {"reason": f"{where}returned {describe(got)}, not a plain torch.Tensor"}
@@ -181,7 +184,7 @@ def compare_output(
             return {"reason": f"{where}tensor on {got.device}, expected {device}"}
         problem = compare_tensor(ref.to(device), got.tensor.to(device), atol, rtol)
         excused = problem and widens(problem) and isinstance(precise, torch.Tensor)
-        if excused and within_reference_error(ref, precise, got.tensor, atol, rtol):
+        if excused and within_reference_error(ref, precise, got.tensor, atol, rtol, _tensor_or_none(spread)):
             return None
         if problem:
             problem["reason"] = where + problem["reason"]
@@ -191,22 +194,31 @@ def compare_output(
             return {"reason": f"{where}returned {describe(got)}, expected a {type(ref).__name__}"}
         if len(got) != len(ref):
             return {"reason": f"{where}{len(got)} outputs, expected {len(ref)}"}
-        parts = precise if type(precise) is type(ref) and len(precise) == len(ref) else [None] * len(ref)
-        for index, (r, g, p) in enumerate(zip(ref, got, parts, strict=True)):
-            if problem := compare_output(r, g, device, atol, rtol, f"{where}output {index}: ", p):
+        parts, spreads = (_parts(value, ref) for value in (precise, spread))
+        for index, (r, g, p, e) in enumerate(zip(ref, got, parts, spreads, strict=True)):
+            if problem := compare_output(r, g, device, atol, rtol, f"{where}output {index}: ", p, e):
                 return problem
         return None
     if isinstance(ref, float) and type(got) is float:
         problem = compare_number(ref, got, atol, rtol, where)
         excused = problem and widens(problem) and isinstance(precise, float)
         if excused and within_reference_error(
-            number_tensor(ref), number_tensor(precise), number_tensor(got), atol, rtol
+            number_tensor(ref), number_tensor(precise), number_tensor(got), atol, rtol, _tensor_or_none(spread)
         ):
             return None
         return problem
     if type(got) is not type(ref) or got != ref:
         return {"reason": f"{where}{got!r}, expected {ref!r}"[:300]}
     return None
+
+
+def _parts(value: Any, ref: list | tuple) -> list[Any] | tuple[Any, ...]:
+    """`value`'s items where it has the structure of `ref`'s, else one None for each."""
+    return value if type(value) is type(ref) and len(value) == len(ref) else [None] * len(ref)
+
+
+def _tensor_or_none(value: Any) -> torch.Tensor | None:
+    return value if isinstance(value, torch.Tensor) else None
 
 
 def compare_number(ref: float, got: float, atol: float | None, rtol: float | None, where: str) -> dict | None:
@@ -220,9 +232,9 @@ def compare_number(ref: float, got: float, atol: float | None, rtol: float | Non
     return None if matches else {"reason": reason[:300]}
 
 
-# How far past the float32 reference's typical own error (its root mean square over a tensor) an honest kernel's
-# rounding may go at one place: errors of float sums in another order spread like the reference's, and 4 of its
-# standard deviations are passed at one value in ~16,000 by a kernel erring as the reference does.
+# How far past the float32 reference's typical own error at a place (own_error.py) an honest kernel's rounding may
+# go there: errors of float sums in another order spread like the reference's, and 4 of its standard deviations
+# are passed at one value in ~16,000 by a kernel erring as the reference does.
 OWN_ERROR_SPREAD = 4.0
 AGREEMENT_SHARE = 0.5  # two runs on identical inputs may differ by this share of the tolerance (atomics' rounding)
 
@@ -246,54 +258,44 @@ def _leaf_pairs(*values: Any) -> list[tuple[torch.Tensor, ...]]:
     return [group for group in zip(*map(_flat, values), strict=False) if all(t is not None for t in group)]
 
 
-def disagreement(ref: Any, a: Any, b: Any, atol: float | None, rtol: float | None, precise: Any = None) -> str | None:
+def disagreement(ref: Any, a: Any, b: Any, atol: float | None, rtol: float | None, spread: Any = None) -> str | None:
     """Why two runs on identical inputs, each within tolerance of the reference, do not agree with each
     other (uninitialised memory, a race), or None. Exact for integers; for floats (complex ones part by part: they
     were compared exactly) within half the tolerance, so the rounding of atomics in another order passes, and a
-    16-bit output one step of its format apart. With `precise` (the float64 result, the reference's structure), a
-    float tensor's runs may also differ by the float32 reference's own largest error: over a long reduction that
-    rounding is past the tolerance, and an honest kernel adding its partials in another order each call (float
-    atomics) differs from itself by as much (tests/candidates/redteam28/)."""
-    exact = _flat(precise) if precise is not None else []
+    16-bit output one step of its format apart. With `spread` (own_error.Truth.spread), a float tensor's runs may
+    also differ as two honest roundings there may: OWN_ERROR_SPREAD of their difference's standard deviations, each
+    erring as the reference typically does at that place. Over a long reduction that rounding is past the tolerance, and
+    an honest kernel adding its partials in another order each call (float atomics) differs from itself by as much
+    (tests/candidates/redteam28/); taken as the reference's largest error anywhere, a race in rows of a smaller
+    scale passed (tests/test_redteam30.py)."""
+    spreads = _flat(spread) if spread is not None else []
     for place, (r, x, y) in enumerate(zip(_flat(ref), _flat(a), _flat(b), strict=False)):
         if r is None or x is None or y is None:
             continue
-        r64 = exact[place] if place < len(exact) else None
         if r.is_complex() and x.is_complex() and y.is_complex():  # part by part, as judged: exact equality failed
             r, x, y = (torch.view_as_real(t.resolve_conj()) for t in (r, x, y))  # complex sums in another order
-            r64 = torch.view_as_real(r64.resolve_conj()) if r64 is not None and r64.is_complex() else None
         if not r.is_floating_point():
             if not torch.equal(x, y):
                 return f"{int((x != y).sum())} of {r.numel()} values differ between the two runs"
             continue
         atol_, rtol_, dtype = *tolerance_for(r.dtype, atol, rtol), r.dtype
         work = torch.float64 if r.dtype == torch.float64 else torch.float32
-        own_error = 0.0
-        if r64 is not None and r64.shape == r.shape and r64.is_floating_point() and r.dtype != torch.float64:
-            own_error = float(torch.nan_to_num((r.to(torch.float64) - r64.to(r.device, torch.float64)).abs(),
-                                               nan=0.0, posinf=0.0).max())  # fmt: skip
+        typical = spreads[place] if place < len(spreads) else None
+        own = typical if typical is not None and typical.shape == r.shape else torch.zeros(r.shape)
         r, x, y = r.to(work), x.to(work), y.to(work)
         finite = torch.isfinite(r)
         if not bool(finite.any()):
             continue
-        r, x, y = r[finite], x[finite], y[finite]
-        allowed = AGREEMENT_SHARE * (min(atol_, rtol_ * float(r.abs().max())) + rtol_ * r.abs()) + own_error
+        r, x, y, own = r[finite], x[finite], y[finite], own.to(r.device, work)[finite]
+        allowed = AGREEMENT_SHARE * (min(atol_, rtol_ * float(r.abs().max())) + rtol_ * r.abs())
+        allowed = allowed + math.sqrt(2) * OWN_ERROR_SPREAD * own
         if dtype in (torch.bfloat16, torch.float16):  # two roundings of float32 sums a little apart: one step
-            allowed = allowed + _spacing(r, dtype)
+            allowed = allowed + format_step(r, dtype)
         apart = (x - y).abs()
         if bool((apart > allowed).any()):
             return (f"{int((apart > allowed).sum())} of {r.numel()} values differ between the two runs "
                     f"(by up to {float(apart.max()):.3g})")  # fmt: skip
     return None
-
-
-def _spacing(values: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """The distance from each of `values` (float32) to the next value of the 16-bit float `dtype` away from zero: one
-    bfloat16 step is 2**-7 of a value's binade, more than half bf16's 1e-2 tolerance just above a power of two, so an
-    honest kernel rounding float32 sums taken in another order each call (float atomics) differs from itself by one
-    there (tests/candidates/redteam28/)."""
-    _, exponent = torch.frexp(values.abs())
-    return torch.ldexp(torch.ones_like(values), exponent - 1) * torch.finfo(dtype).eps
 
 
 def _normalised_errors(
@@ -367,38 +369,28 @@ def widens(problem: dict) -> bool:
     return any(why in problem["reason"] for why in ("outside tolerance", "constant output"))
 
 
-def within_reference_error(r: torch.Tensor, r64: torch.Tensor, x: torch.Tensor, atol: float | None,
-                           rtol: float | None) -> bool:  # fmt: skip
+def within_reference_error(
+    r: torch.Tensor, r64: torch.Tensor, x: torch.Tensor, atol: float | None, rtol: float | None,
+    typical: torch.Tensor | None = None,
+) -> bool:  # fmt: skip
     """Whether every value of the float tensor `x` is as close to the float64 result `r64` as the tolerance plus
     the float32 reference `r`'s own error there allows: a kernel more exact than the reference (a float64
     accumulator, another summation order over a long reduction) must not fail for the reference's rounding. That
-    error is the larger of the reference's at that place and OWN_ERROR_SPREAD times the root mean square over the
-    tensor's other places of what its error there exceeds half a step of its format by (a single value has only its
-    own; the output's rounding, as large as the value, does not spread: tests/test_redteam30.py): at one place the
-    reference may happen to round almost exactly where an honest kernel summing in another order does not (a split-K
-    matvec over 131072 terms failed at 1 of 128 outputs in 1 of ~150 calls, and an evaluation judges dozens). A
-    complex tensor part by part, as it is compared (tests/candidates/redteam21/honest_complex_exact_sum.py)."""
+    error is the larger of the reference's at that place and OWN_ERROR_SPREAD times its `typical` own error there
+    (own_error.py: at one place the reference may happen to round almost exactly where an honest kernel summing in
+    another order does not). A complex tensor part by part, as it is compared
+    (tests/candidates/redteam21/honest_complex_exact_sum.py)."""
     if r.is_complex() and r64.is_complex() and x.is_complex():
         r, r64, x = (torch.view_as_real(t.resolve_conj()) for t in (r, r64, x))
     if not r.is_floating_point() or r.dtype == torch.float64 or not (r.shape == r64.shape == x.shape):
         return False
-    atol_, rtol_, dtype = *tolerance_for(r.dtype, atol, rtol), r.dtype
+    atol_, rtol_ = tolerance_for(r.dtype, atol, rtol)
     r, r64, x = (t.to("cpu", torch.float64) for t in (r, r64, x))
     if not (bool(torch.isfinite(r).all()) and bool(torch.isfinite(x).all()) and bool(torch.isfinite(r64).all())):
         return False
     own = (r - r64).abs()
-    # what spreads is the error of the computation, not the output's rounding to its format, which is as large as
-    # the value there: a bf16 matmul's rounding at 32-64 (up to 1/8) let outputs near zero err 6x their tolerance
-    computed = (own - 0.5 * _spacing(r, dtype)).clamp(min=0)
-    others = own.numel() - 1  # each place's typical error is its others' (one value of its own: none)
-    typical = (
-        ((computed.square().sum() - computed.square()) / others).clamp(min=0).sqrt()
-        if others
-        else torch.zeros_like(own)
-    )
-    allowed = (
-        min(atol_, rtol_ * float(r.abs().max())) + rtol_ * r.abs() + torch.maximum(own, OWN_ERROR_SPREAD * typical)
-    )
+    spread = typical.to("cpu", torch.float64) if typical is not None and typical.shape == r.shape else 0 * own
+    allowed = min(atol_, rtol_ * float(r.abs().max())) + rtol_ * r.abs() + torch.maximum(own, OWN_ERROR_SPREAD * spread)
     if bool(((x - r64).abs() > allowed).any()):
         return False
     return not _constant_against_varying_truth(r, r64, x)
@@ -414,17 +406,18 @@ def _constant_against_varying_truth(r: torch.Tensor, r64: torch.Tensor, x: torch
 
 def judge_trial(
     ref: Any, runs: dict[str, Any], device: str, atol: float | None, rtol: float | None, label: str,
-    previous: dict[str, Any] | None = None, precise: Callable[[], Any] | None = None,
+    previous: dict[str, Any] | None = None, precise: Callable[[], Truth | None] | None = None,
 ) -> Judgement:  # fmt: skip
     """`runs` holds the outputs of one trial run 'before' and 'after' the reference ran in the candidate's process.
-    `precise` gives the trial's output in float64 (computed only when a run is outside tolerance)."""
+    `precise` gives the trial's output in float64 and the reference's own error (computed only when a run is
+    outside tolerance or the two disagree)."""
     checks: list[Check] = []
     for order, got in runs.items():
         name = f"{label} ({order} the reference)" if len(runs) > 1 else label
         problem = compare_output(ref, got, device, atol, rtol)
-        if problem is not None and precise is not None and widens(problem) and (ref64 := precise()) is not None:
-            problem = compare_output(ref, got, device, atol, rtol, precise=ref64)  # the whole output, judged again
-            if problem is None:
+        if problem is not None and precise is not None and widens(problem) and (truth := precise()) is not None:
+            problem = compare_output(ref, got, device, atol, rtol, precise=truth.value, spread=truth.spread(ref))
+            if problem is None:  # the whole output, judged again
                 checks.append(Check(f"output {name}", True, "within the float32 reference's own error of the "
                                     "float64 result"))  # fmt: skip
                 continue
@@ -438,8 +431,8 @@ def judge_trial(
         return Judgement(False, checks, problem, f"wrong output in {name}: {problem['reason']}")
     pair = list(runs.values())
     why = disagreement(ref, pair[0], pair[1], atol, rtol) if len(pair) == 2 else None
-    if why and precise is not None and (ref64 := precise()) is not None:  # by more than the reference's own error?
-        why = disagreement(ref, pair[0], pair[1], atol, rtol, ref64)
+    if why and precise is not None and (truth := precise()) is not None:  # by more than the reference's own error?
+        why = disagreement(ref, pair[0], pair[1], atol, rtol, truth.spread(ref))
     if why:
         message = f"{label}: two runs on identical inputs disagree, {why} (uninitialised memory or a race?)"
         checks.append(Check(f"{label}: the same answer twice", False, why))

@@ -23,6 +23,7 @@ from kevin_tui.evaluator.worker.channel import Channel
 from kevin_tui.evaluator.worker.guards import IdentityGuard, RoundWatch
 from kevin_tui.evaluator.worker.inputs import TimedInputs, near_duplicate, sample, trial_inputs
 from kevin_tui.evaluator.worker.judge import judge_trial, tolerance_share, typed_numbers, widest_float
+from kevin_tui.evaluator.worker.own_error import REDRAWS, Truth, nudged
 from kevin_tui.evaluator.worker.rounding_probe import BAND, Plan, rounded_match, widths
 from kevin_tui.evaluator.worker.tensorfile import TensorFileError
 from kevin_tui.evaluator.worker.timing_loop import Timer
@@ -149,7 +150,7 @@ class Reference:
         # another size's inputs and sizes (or a fresh sample's, at the problem's sizes), by output
         self.sized_args: dict[int, tuple[list[Any], dict[str, int]]] = {}
         self.changed_inputs: tuple[list[Any], dict[str, Any]] = ([], {})  # the in-place trial's inputs, parameters
-        self.precise_trials: dict[int, Any] = {}  # trial outputs computed in float64 when first asked (None: cannot be)
+        self.precise_trials: dict[int, Truth | None] = {}  # trial outputs in float64 when first asked (None: cannot be)
         self.timers: dict[str, Timer] = {}
         self.served: dict[int, Any] = {}
         self.round_seeds: dict[str, int] = {}  # each side's last round's seed: a judged call's inputs, drawn again
@@ -296,6 +297,37 @@ class Reference:
         except Exception:
             return None
 
+    def truth(
+        self, args: list[Any], parameters: dict[str, Any] | None = None, sizes: dict[str, int] | None = None
+    ) -> Truth | None:
+        """`in_float64` of `args` (at the module-level `sizes` given), with the reference's own error drawn again
+        when first asked (own_error.py); None where the problem cannot run in float64."""
+        value = self.sized(sizes or {}, partial(self.in_float64, args, parameters))
+        if value is None:
+            return None
+        return Truth(value, partial(self.sized, sizes or {}, partial(self.redraws, args, parameters)))
+
+    def redraws(self, args: list[Any], parameters: dict[str, Any] | None) -> list[tuple[Any, Any]]:
+        """The reference's output in its own dtypes and in float64 on `args` nudged (own_error.nudged), REDRAWS
+        times, each on a copy of the model (with `parameters` if given); none where a run fails."""
+        import copy
+
+        generator = torch.Generator().manual_seed(REDRAWS)  # the reference's inputs decide; nothing secret here
+        draws = []
+        try:
+            model = copy.deepcopy(self.model)
+            if parameters is not None:
+                model.load_state_dict(parameters, strict=False)
+            for _ in range(REDRAWS):
+                moved = nudged(args, generator)
+                with torch.no_grad(), no_modes():
+                    own = snapshot(model(*common.to_device(common.clone(moved), self.device)))
+                if (exact := self.in_float64(moved, parameters)) is not None:
+                    draws.append((own, exact))
+        except Exception:
+            return []
+        return draws
+
     def operands(self, args: list[Any]) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
         """The inputs, parameters and buffers of a format the rounded-inputs probe may round (float32, bfloat16,
         float16), by the names `in_float64` gives its plan, with their shapes and dtypes."""
@@ -379,10 +411,10 @@ class Reference:
             changed = "parameters"  # judged below, which says why the record is unusable
         label = command["label"] + (" (its inputs only)" if changed == "inputs" else "")
         args, params = self.changed_inputs
-        precise = partial(self.in_float64, args, params if changed == "parameters" else None)
+        precise = partial(self.truth, args, params if changed == "parameters" else None)
         self.judge(command, expected[changed], label, runs=(changed,), precise=precise)
 
-    def precise_output(self, index: int) -> Callable[[], Any] | None:
+    def precise_output(self, index: int) -> Callable[[], Truth | None] | None:
         """Expected output `index` in float64, computed when first asked (a run outside tolerance): a trial's
         (also judged again under --compiled) or another size's, at that size; None for any other. Every judge of
         an output needs it: an honest kernel more exact than the reference passes the trials by it, and failed
@@ -391,13 +423,13 @@ class Reference:
             return partial(self.precise_trial, index)
         if index in self.sized_args:
             args, values = self.sized_args[index]
-            return partial(self.sized, values, partial(self.in_float64, args))
+            return partial(self.truth, args, sizes=values)
         return None
 
-    def precise_trial(self, index: int) -> Any:
+    def precise_trial(self, index: int) -> Truth | None:
         """Trial `index`'s output in float64, computed once (the fallback and the precision measurement share it)."""
         if index not in self.precise_trials:
-            self.precise_trials[index] = self.in_float64(self.trial_args[index])
+            self.precise_trials[index] = self.truth(self.trial_args[index])
         return self.precise_trials[index]
 
     def sized(self, values: dict[str, int], fn: Callable[[], Any]) -> Any:
@@ -414,7 +446,7 @@ class Reference:
 
     def judge(
         self, command: dict[str, Any], ref: Any, label: str, previous: Any = None, runs: tuple[str, ...] = TRIAL_RUNS,
-        measure: bool = False, precise: Callable[[], Any] | None = None, args: list[Any] | None = None,
+        measure: bool = False, precise: Callable[[], Truth | None] | None = None, args: list[Any] | None = None,
     ) -> None:  # fmt: skip
         """`measure`: this output's precision is measured against float64 too (the trial the host named in secret,
         whose inputs are `args`)."""
@@ -565,7 +597,7 @@ class Reference:
         inputs, seed = self.timers["eager"].inputs, self.round_seeds["eager"]
         widened = 0
         for call, (expected, got) in enumerate(zip(typed_numbers(mine, self.numbers), served, strict=True)):
-            precise = partial(lambda index: self.in_float64(inputs.args(seed, index)), call)
+            precise = partial(lambda index: self.truth(inputs.args(seed, index)), call)
             verdict = judge_trial(expected, {"timed": got}, self.device, command.get("atol"), command.get("rtol"),
                                   f"{label}, call {call + 1}", precise=precise)  # fmt: skip
             if not verdict.passed:
@@ -583,15 +615,21 @@ class Reference:
         self.channel.emit("judged", passed=True, checks=[check], mismatch={}, message="", precision=None)
 
     def trial_run_precision(
-        self, args: list[Any], precise: Callable[[], Any], ref: Any, outputs: dict[str, Any], command: dict[str, Any]
+        self,
+        args: list[Any],
+        precise: Callable[[], Truth | None],
+        ref: Any,
+        outputs: dict[str, Any],
+        command: dict[str, Any],
     ) -> dict[str, float] | None:
         """The named trial's precision, measured on whichever of its runs errs more against float64 (as its float64
         forward's time did, the "before" run alone told the candidate which output was measured: its second run's
         inputs repeat the previous call's, and a kernel narrow only then was never measured narrow;
         tests/candidates/redteam29/narrow_on_the_second_run.py)."""
-        exact = precise()
-        if exact is None or not outputs:
+        truth = precise()
+        if truth is None or not outputs:
             return None
+        exact = truth.value
         atol, rtol = command.get("atol"), command.get("rtol")
         got = max(outputs.values(), key=lambda out: tolerance_share(exact, out, ref, atol, rtol) or 0.0)
         return self.precision(args, exact, ref, got, command)
