@@ -48,6 +48,9 @@ class Timer:
         self.outputs: list[Any] = []  # the last main round's outputs, as returned
         self.shared_memory = 0  # calls whose output shared memory with their inputs (the candidate's tripwire)
         self.found: tuple[list[str], list[str]] = ([], [])  # the last round's RoundWatch.check()
+        # the last round's time in its tripwires (the aliases check of each call, RoundWatch): loop work a candidate
+        # can skip in its own process, which the reference's reply reports (host/timing.py tripwire_floor)
+        self.tripwires_ms = 0.0
         self.flush = None
         if device.startswith("cuda"):
             size = max(2 * torch.cuda.get_device_properties(device).L2_cache_size, 64 << 20)
@@ -62,19 +65,24 @@ class Timer:
         synced: list[float] = []
         outputs: list[Any] = []
         self.outputs, self.shared_memory = [], 0  # the last round's outputs go before this one allocates
+        tripwires = 0.0
         with torch.no_grad():
             for index in range(calls):
                 args = self.inputs.args(seed, index)
                 out = self._call(fn, args, samples, synced)
+                checked = time.perf_counter()
                 with no_modes():
                     self.shared_memory += bool(aliases(out, args, []))
+                tripwires += time.perf_counter() - checked
                 outputs.append(out)
                 del args, out
             with no_modes():
                 tensorfile.write(path, outputs)
         if not control:
             self.outputs = outputs
+        checked = time.perf_counter()
         self.found = self.watch.check()
+        self.tripwires_ms = (tripwires + time.perf_counter() - checked) * 1e3
         return samples, (synced if self.flush is not None else None)
 
     def _call(self, fn: Callable[[list[Any]], Any], args: list[Any], samples: list[float], synced: list[float]) -> Any:
