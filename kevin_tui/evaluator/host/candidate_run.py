@@ -634,8 +634,12 @@ class HostRun:
         warm_seed = secret.getrandbits(62)  # the warm-up's inputs are its own: nothing later can be made in it
         warm = {side: self.reference_round(side, 0, plan.warmup_calls, warm_seed) for side in sides}
         warm["candidate"] = self.candidate_round(0, plan.warmup_calls, warm_seed)
-        # a call and the loop's own work around it (drawing its inputs: often more than a short kernel)
-        estimates = {side: min(r.samples_ms) + r.outside_ms_per_call for side, r in warm.items()}
+        # a call and the loop's own work around it (drawing its inputs: often more than a short kernel), less the
+        # reference's tripwires, a round's fixed work (~0.3 ms here) that three calls made a third of each: a short
+        # kernel's rounds were planned at a fifth of their length, and its tripwire floor five times as high
+        fixed_ms = max(r.tripwires_ms or 0.0 for side, r in warm.items() if side != "candidate")
+        estimates = {side: min(r.samples_ms) + max(0.0, r.outside_ms_per_call - fixed_ms / r.calls)
+                     for side, r in warm.items()}  # fmt: skip
         planned = calls is not None
         if calls is None:
             calls = plan.calls_per_round(device, max(estimates.values()), ready["output_bytes"])
@@ -663,7 +667,7 @@ class HostRun:
         with self.worker.held():  # the named call's precision, after every round: its float64 forward's time, read
             self.judge({"cmd": "timed_precision"})  # between rounds, told the candidate which round was measured
         trusted = max(v for side, v in estimates.items() if side != "candidate")
-        misled = misled_schedule(plan, device, ready["output_bytes"], calls, trusted, results["candidate"])
+        misled = misled_schedule(plan, device, ready["output_bytes"], calls, trusted, results["candidate"], fixed_ms)
         if misled is not None and not planned:
             verdict = self.measure(misled)
             verdict.evidence["schedule_remeasured"] = {"calls_first": calls, "calls": misled}

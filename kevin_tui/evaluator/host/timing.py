@@ -83,7 +83,13 @@ class TimingPlan:
 
 
 def misled_schedule(
-    plan: TimingPlan, device: str, output_bytes: int, calls: int, trusted_ms: float, candidate: Side
+    plan: TimingPlan,
+    device: str,
+    output_bytes: int,
+    calls: int,
+    trusted_ms: float,
+    candidate: Side,
+    fixed_ms: float = 0.0,
 ) -> int | None:
     """The calls a round should have had, where the candidate's warm-up set fewer than its main rounds bear out
     (more than SCHEDULE_SLACK times fewer); else None. `trusted_ms`: the slowest reference side's warm-up per call
@@ -91,10 +97,11 @@ def misled_schedule(
     calls it can tell from the rest) set three calls a round, and the least time the host then tells from loop work
     skipped (tripwire_floor: the tripwires' time per call, a third of RoundWatch's in each) was as long as most
     short kernels, so a kernel slower than the reference read "no measurable difference" at that floor. Its main
-    rounds can only say it is slower than it is by being slower: the time it is charged."""
+    rounds can only say it is slower than it is by being slower: the time it is charged. `fixed_ms`: the reference's
+    tripwires' time a round, taken out of its rounds' time per call as out of the warm-up's."""
     if not candidate.rounds:
         return None
-    ran_ms = statistics.median(r.window_ms / r.calls for r in candidate.rounds)
+    ran_ms = statistics.median(max(0.0, r.window_ms - fixed_ms) / r.calls for r in candidate.rounds)
     planned = plan.calls_per_round(device, max(trusted_ms, ran_ms), output_bytes)
     return planned if planned > SCHEDULE_SLACK * calls else None
 

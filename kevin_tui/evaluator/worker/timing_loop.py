@@ -48,8 +48,9 @@ class Timer:
         self.outputs: list[Any] = []  # the last main round's outputs, as returned
         self.shared_memory = 0  # calls whose output shared memory with their inputs (the candidate's tripwire)
         self.found: tuple[list[str], list[str]] = ([], [])  # the last round's RoundWatch.check()
-        # the last round's time in its tripwires (the aliases check of each call, RoundWatch): loop work a candidate
-        # can skip in its own process, which the reference's reply reports (host/timing.py tripwire_floor)
+        # the last round's time in its tripwires (the aliases check of its first call, RoundWatch): loop work a
+        # candidate can skip in its own process, which the reference's reply reports (host/timing.py tripwire_floor).
+        # The aliases check ran after every call, ~13 us of it under no_modes: as the floor, as long as a short kernel
         self.tripwires_ms = 0.0
         self.flush = None
         if device.startswith("cuda"):
@@ -70,10 +71,11 @@ class Timer:
             for index in range(calls):
                 args = self.inputs.args(seed, index)
                 out = self._call(fn, args, samples, synced)
-                checked = time.perf_counter()
-                with no_modes():
-                    self.shared_memory += bool(aliases(out, args, []))
-                tripwires += time.perf_counter() - checked
+                if index == 0:  # one call a round (sharing memory with its inputs is a kernel's way, call after call)
+                    checked = time.perf_counter()
+                    with no_modes():
+                        self.shared_memory += bool(aliases(out, args, []))
+                    tripwires += time.perf_counter() - checked
                 outputs.append(out)
                 del args, out
             with no_modes():
