@@ -632,8 +632,8 @@ class HostRun:
         self.worker.send({"cmd": "timer"})
         self.expect("timer_ready")
         warm_seed = secret.getrandbits(62)  # the warm-up's inputs are its own: nothing later can be made in it
-        warm = {side: self.reference_round(side, 0, plan.warmup_calls, warm_seed) for side in sides}
-        warm["candidate"] = self.candidate_round(0, plan.warmup_calls, warm_seed)
+        warm = {side: self.reference_round(side, 0, plan.warmup_calls, warm_seed, watch=False) for side in sides}
+        warm["candidate"] = self.candidate_round(0, plan.warmup_calls, warm_seed, watch=False)
         # a call and the loop's own work around it (drawing its inputs: often more than a short kernel), less the
         # reference's tripwires, a round's fixed work (~0.3 ms here) that three calls made a third of each: a short
         # kernel's rounds were planned at a fifth of their length, and its tripwire floor five times as high
@@ -646,16 +646,19 @@ class HostRun:
         results = {side: Side() for side in [*sides, "candidate"]}
         leftover_cpu: list[float] = []
         measured_round = secret.randrange(1, plan.rounds + 1)  # its precision too, at a call named after it ran
+        # the rounds whose end runs the tripwires (RoundWatch), both workers alike: a few, so the median round holds
+        # little of their time, which a candidate can skip in its own process (tripwire_floor)
+        watched = set(secret.sample(range(1, plan.rounds + 1), min(WATCHED_ROUNDS, plan.rounds)))
         for number in range(1, plan.rounds + 1):
             seed = secret.getrandbits(62)
             order = list(results)
             secret.shuffle(order)
             for side in order:
                 if side == "candidate":
-                    results[side].rounds.append(self.candidate_round(number, calls, seed))
+                    results[side].rounds.append(self.candidate_round(number, calls, seed, watch=number in watched))
                 else:
                     before = self.worker.cpu_seconds()
-                    ref_round = self.reference_round(side, number, calls, seed)
+                    ref_round = self.reference_round(side, number, calls, seed, watch=number in watched)
                     results[side].rounds.append(ref_round)
                     leftover_cpu.append(
                         self.worker.cpu_seconds() - before - ref_round.window_ms / 1e3 * LEFTOVER_CPU_SHARE
@@ -663,7 +666,8 @@ class HostRun:
             precision_call = secret.randrange(calls) if number == measured_round else None
             with self.worker.held():  # the candidate stopped while the reference works, as in its timed rounds
                 self.judge({"cmd": "judge_timed", "round": number, "precision_call": precision_call})
-            results["candidate"].controls.append(self.candidate_round(number, calls, seed, control=True))
+            control = self.candidate_round(number, calls, seed, control=True, watch=number in watched)
+            results["candidate"].controls.append(control)
         with self.worker.held():  # the named call's precision, after every round: its float64 forward's time, read
             self.judge({"cmd": "timed_precision"})  # between rounds, told the candidate which round was measured
         trusted = max(v for side, v in estimates.items() if side != "candidate")
@@ -674,21 +678,23 @@ class HostRun:
             return verdict
         return self.speed_verdict(results, device, leftover_cpu, secret.getrandbits(62))
 
-    def reference_round(self, side: str, number: int, calls: int, seed: int) -> Round:
+    def reference_round(self, side: str, number: int, calls: int, seed: int, watch: bool = True) -> Round:
         """One round of the reference, with every process of the candidate's stopped (its cgroup frozen, else its
         process tree): nothing it left running can slow the reference while it is timed, however little CPU it
         takes. Where nothing could stop it, the CPU it used meanwhile is still checked (`leftover_cpu`)."""
         with self.worker.held():
-            sent = self.reference.tell({"cmd": "round", "side": side, "round": number, "calls": calls, "seed": seed})
+            sent = self.reference.tell({"cmd": "round", "side": side, "round": number, "calls": calls, "seed": seed,
+                                        "watch": watch})  # fmt: skip
             arrived = self.reference.await_event("round_done")
             self.reference.outbox().remove(round_file(side))  # by the host, as every round's file (round_file)
         return _round(arrived.event, sent, arrived.at, number, calls, "reference")
 
-    def candidate_round(self, number: int, calls: int, seed: int, control: bool = False) -> Round:
+    def candidate_round(self, number: int, calls: int, seed: int, control: bool = False, watch: bool = True) -> Round:
         """One candidate round; a main round's outputs are taken from its scratch and read by the reference
         worker at once, so they are fixed when the round ends, before anything else runs in the candidate."""
         before = self.worker.cpu_seconds()
-        sent = self.worker.send({"cmd": "round", "round": number, "calls": calls, "seed": seed, "control": control})
+        sent = self.worker.send({"cmd": "round", "round": number, "calls": calls, "seed": seed, "control": control,
+                                 "watch": watch})  # fmt: skip
         arrived = self.expect_arrival("round_done")
         round_ = _round(arrived.event, sent, arrived.at, number, calls, "candidate")
         round_.threads = self.reference.ready()["threads"]
@@ -801,6 +807,8 @@ def _round(event: dict[str, Any], sent: float, at: float, number: int, calls: in
     return round_
 
 
+# Timed rounds (of 10 on the CPU, 20 on CUDA) that end with the tripwires (RoundWatch), chosen by the host each time
+WATCHED_ROUNDS = 3
 SUSPICIOUS_SPEEDUP = 10.0
 HIDDEN_WORK_RATIO = 2.0
 HIDDEN_WORK_MIN_MS = 0.05

@@ -526,7 +526,7 @@ class Reference:
         candidate, which never pays it)."""
         path = self.outbox / round_file(command["side"])
         timer = self.timers[command["side"]]
-        samples, synced = timer.round(command["calls"], command["seed"], path)
+        samples, synced = timer.round(command["calls"], command["seed"], path, watch=command.get("watch", True))
         self.round_seeds[command["side"]] = command["seed"]
         self.channel.emit("round_done", round=command["round"], samples_ms=samples, synced_ms=synced, path=None,
                           tripwires_ms=timer.tripwires_ms)  # fmt: skip
