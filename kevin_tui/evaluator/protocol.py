@@ -184,7 +184,8 @@ EVENTS: dict[str, dict[str, dict[str, Any]]] = {
         "changed_ready": {"path": _string, "index": _integer, "reason": _string},
         "fresh_ready": {"path": _string, "index": _integer},
         "timer_ready": {},
-        "round_done": ROUND_DONE,
+        # and the time its round spent in its tripwires, which a candidate may skip (host/timing.py tripwire_floor)
+        "round_done": ROUND_DONE | {"tripwires_ms": lambda v: _number(v) and v >= 0},
         "ingested": {"calls": _integer, "problem": _string},
         "problem_error": {"message": _string, "traceback": _string},
         "environment_error": {"message": _string},

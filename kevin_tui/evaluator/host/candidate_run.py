@@ -42,10 +42,12 @@ from kevin_tui.evaluator.host.timing import (
     cpu_share,
     headline,
     loop_overhead,
+    misled_schedule,
     outward,
     per_call_ms,
     process_bias,
     speedup_interval,
+    tripwire_floor,
 )
 from kevin_tui.evaluator.host.workers import (
     Arrived,
@@ -616,9 +618,11 @@ class HostRun:
                 keep_the_lower(verdict, unchecked)
         return verdict
 
-    def measure(self) -> Verdict:
+    def measure(self, calls: int | None = None) -> Verdict:
         """Interleaved rounds on the host's schedule: each round's seed and order come from the host's own secret
-        randomness, never sent ahead; every output of a round is judged once all of them were committed."""
+        randomness, never sent ahead; every output of a round is judged once all of them were committed. `calls`:
+        the calls a round, where a first measurement's warm-up was found to have misled them (`misled_schedule`;
+        measured again once, at the calls its main rounds implied, and that measurement stands)."""
         reference, ready = self.reference, self.reference.ready()
         device = ready["device"]
         plan = TimingPlan.for_device(device, self.options.timing_trials)
@@ -628,24 +632,33 @@ class HostRun:
         self.worker.send({"cmd": "timer"})
         self.expect("timer_ready")
         warm_seed = secret.getrandbits(62)  # the warm-up's inputs are its own: nothing later can be made in it
-        warm = {side: self.reference_round(side, 0, plan.warmup_calls, warm_seed) for side in sides}
-        warm["candidate"] = self.candidate_round(0, plan.warmup_calls, warm_seed)
-        # a call and the loop's own work around it (drawing its inputs: often more than a short kernel)
-        slowest = max(min(r.samples_ms) + r.outside_ms_per_call for r in warm.values())
-        calls = plan.calls_per_round(device, slowest, ready["output_bytes"])
+        warm = {side: self.reference_round(side, 0, plan.warmup_calls, warm_seed, watch=False) for side in sides}
+        warm["candidate"] = self.candidate_round(0, plan.warmup_calls, warm_seed, watch=False)
+        # a call and the loop's own work around it (drawing its inputs: often more than a short kernel), less the
+        # reference's tripwires, a round's fixed work (~0.3 ms here) that three calls made a third of each: a short
+        # kernel's rounds were planned at a fifth of their length, and its tripwire floor five times as high
+        fixed_ms = max(r.tripwires_ms or 0.0 for side, r in warm.items() if side != "candidate")
+        estimates = {side: min(r.samples_ms) + max(0.0, r.outside_ms_per_call - fixed_ms / r.calls)
+                     for side, r in warm.items()}  # fmt: skip
+        planned = calls is not None
+        if calls is None:
+            calls = plan.calls_per_round(device, max(estimates.values()), ready["output_bytes"])
         results = {side: Side() for side in [*sides, "candidate"]}
         leftover_cpu: list[float] = []
         measured_round = secret.randrange(1, plan.rounds + 1)  # its precision too, at a call named after it ran
+        # the rounds whose end runs the tripwires (RoundWatch), both workers alike: a few, so the median round holds
+        # little of their time, which a candidate can skip in its own process (tripwire_floor)
+        watched = set(secret.sample(range(1, plan.rounds + 1), min(WATCHED_ROUNDS, plan.rounds)))
         for number in range(1, plan.rounds + 1):
             seed = secret.getrandbits(62)
             order = list(results)
             secret.shuffle(order)
             for side in order:
                 if side == "candidate":
-                    results[side].rounds.append(self.candidate_round(number, calls, seed))
+                    results[side].rounds.append(self.candidate_round(number, calls, seed, watch=number in watched))
                 else:
                     before = self.worker.cpu_seconds()
-                    ref_round = self.reference_round(side, number, calls, seed)
+                    ref_round = self.reference_round(side, number, calls, seed, watch=number in watched)
                     results[side].rounds.append(ref_round)
                     leftover_cpu.append(
                         self.worker.cpu_seconds() - before - ref_round.window_ms / 1e3 * LEFTOVER_CPU_SHARE
@@ -653,26 +666,35 @@ class HostRun:
             precision_call = secret.randrange(calls) if number == measured_round else None
             with self.worker.held():  # the candidate stopped while the reference works, as in its timed rounds
                 self.judge({"cmd": "judge_timed", "round": number, "precision_call": precision_call})
-            results["candidate"].controls.append(self.candidate_round(number, calls, seed, control=True))
+            control = self.candidate_round(number, calls, seed, control=True, watch=number in watched)
+            results["candidate"].controls.append(control)
         with self.worker.held():  # the named call's precision, after every round: its float64 forward's time, read
             self.judge({"cmd": "timed_precision"})  # between rounds, told the candidate which round was measured
+        trusted = max(v for side, v in estimates.items() if side != "candidate")
+        misled = misled_schedule(plan, device, ready["output_bytes"], calls, trusted, results["candidate"], fixed_ms)
+        if misled is not None and not planned:
+            verdict = self.measure(misled)
+            verdict.evidence["schedule_remeasured"] = {"calls_first": calls, "calls": misled}
+            return verdict
         return self.speed_verdict(results, device, leftover_cpu, secret.getrandbits(62))
 
-    def reference_round(self, side: str, number: int, calls: int, seed: int) -> Round:
+    def reference_round(self, side: str, number: int, calls: int, seed: int, watch: bool = True) -> Round:
         """One round of the reference, with every process of the candidate's stopped (its cgroup frozen, else its
         process tree): nothing it left running can slow the reference while it is timed, however little CPU it
         takes. Where nothing could stop it, the CPU it used meanwhile is still checked (`leftover_cpu`)."""
         with self.worker.held():
-            sent = self.reference.tell({"cmd": "round", "side": side, "round": number, "calls": calls, "seed": seed})
+            sent = self.reference.tell({"cmd": "round", "side": side, "round": number, "calls": calls, "seed": seed,
+                                        "watch": watch})  # fmt: skip
             arrived = self.reference.await_event("round_done")
             self.reference.outbox().remove(round_file(side))  # by the host, as every round's file (round_file)
         return _round(arrived.event, sent, arrived.at, number, calls, "reference")
 
-    def candidate_round(self, number: int, calls: int, seed: int, control: bool = False) -> Round:
+    def candidate_round(self, number: int, calls: int, seed: int, control: bool = False, watch: bool = True) -> Round:
         """One candidate round; a main round's outputs are taken from its scratch and read by the reference
         worker at once, so they are fixed when the round ends, before anything else runs in the candidate."""
         before = self.worker.cpu_seconds()
-        sent = self.worker.send({"cmd": "round", "round": number, "calls": calls, "seed": seed, "control": control})
+        sent = self.worker.send({"cmd": "round", "round": number, "calls": calls, "seed": seed, "control": control,
+                                 "watch": watch})  # fmt: skip
         arrived = self.expect_arrival("round_done")
         round_ = _round(arrived.event, sent, arrived.at, number, calls, "candidate")
         round_.threads = self.reference.ready()["threads"]
@@ -777,7 +799,7 @@ def _round(event: dict[str, Any], sent: float, at: float, number: int, calls: in
     if synced is not None and len(synced) != calls:
         raise ProtocolViolation(f"the {who} reported {len(synced)} synced times for {calls} calls")
     window = (at - sent) * 1e3
-    round_ = Round(event["samples_ms"], synced, window)
+    round_ = Round(event["samples_ms"], synced, window, tripwires_ms=event.get("tripwires_ms"))
     if round_.reported_ms > window * 1.05 + 1.0:
         raise ProtocolViolation(
             f"the {who} reported {round_.reported_ms:.1f} ms of calls in a round the host saw last {window:.1f} ms"
@@ -785,6 +807,8 @@ def _round(event: dict[str, Any], sent: float, at: float, number: int, calls: in
     return round_
 
 
+# Timed rounds (of 10 on the CPU, 20 on CUDA) that end with the tripwires (RoundWatch), chosen by the host each time
+WATCHED_ROUNDS = 3
 SUSPICIOUS_SPEEDUP = 10.0
 HIDDEN_WORK_RATIO = 2.0
 HIDDEN_WORK_MIN_MS = 0.05
@@ -796,9 +820,10 @@ def speed_figures(results: dict[str, Side], device: str, seed: int) -> Verdict:
     candidate, eager = results["candidate"], results["eager"]
     overhead = loop_overhead(eager)
     cand_t, ref_t = candidate.timings(device), eager.timings(device)
-    cand_host, ref_host = candidate.host_ms(overhead), eager.host_ms(overhead)
+    floor = tripwire_floor(eager)
+    cand_host, ref_host = candidate.host_ms(overhead, floor), eager.host_ms(overhead, floor)
     host_method = "host clock per call over each round, less the reference loop's own overhead"
-    cand_ms, ref_ms = per_call_ms(candidate, overhead), per_call_ms(eager, overhead)
+    cand_ms, ref_ms = per_call_ms(candidate, overhead, floor=floor), per_call_ms(eager, overhead, floor=floor)
     warnings: list[Warning_] = []
     if device.startswith("cuda"):
         cand_gap = cand_t["synced_wall"].median_ms - cand_t["events"].median_ms
@@ -822,11 +847,12 @@ def speed_figures(results: dict[str, Side], device: str, seed: int) -> Verdict:
     verdict.clock = "host clock over each round (the workers' own per-call times are detail)"
     verdict.details["measured_speedup"] = round(measured, 4)
     verdict.details["loop_overhead_ms"] = round(overhead, 5)
+    verdict.details["tripwire_floor_ms"] = round(floor, 5)
     verdict.details["process_bias"] = round(process_bias(eager, candidate), 4)
     if "compile" in results:
         compiled = results["compile"]
         verdict.timings |= {f"reference_compile_{k}": v for k, v in compiled.timings(device).items()}
-        verdict.reference_compile_ms = per_call_ms(compiled, overhead)
+        verdict.reference_compile_ms = per_call_ms(compiled, overhead, floor=floor)
         # kept inside its own interval as the headline is (the batch's and the commit's figure): as a bare ratio,
         # noise read as a gain, and so did a faster loop in the candidate's process that the control had measured
         compile_interval = outward(speedup_interval(eager, candidate, seed, baseline=compiled))

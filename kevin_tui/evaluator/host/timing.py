@@ -50,6 +50,9 @@ MIN_PROCESS_BIAS = 0.2
 # the verdict says so (its own threads are allowed; more cores than the reference had is worth knowing).
 CPU_SHARE_WARNING = 1.5
 LEAST_MS = 1e-9
+# The candidate's warm-up sets the calls a round only while its main rounds bear it out: where they ran this many
+# times more calls a round's length than it said, the measurement is taken again at the calls they imply.
+SCHEDULE_SLACK = 2.0
 
 
 @dataclass
@@ -79,6 +82,30 @@ class TimingPlan:
         return max(MIN_CALLS, min(MAX_CALLS, calls, by_memory))
 
 
+def misled_schedule(
+    plan: TimingPlan,
+    device: str,
+    output_bytes: int,
+    calls: int,
+    trusted_ms: float,
+    candidate: Side,
+    fixed_ms: float = 0.0,
+) -> int | None:
+    """The calls a round should have had, where the candidate's warm-up set fewer than its main rounds bear out
+    (more than SCHEDULE_SLACK times fewer); else None. `trusted_ms`: the slowest reference side's warm-up per call
+    (its loop included). The warm-up is the candidate's own word on its speed: one made slow (a sleep in the three
+    calls it can tell from the rest) set three calls a round, and the least time the host then tells from loop work
+    skipped (tripwire_floor: the tripwires' time per call, a third of RoundWatch's in each) was as long as most
+    short kernels, so a kernel slower than the reference read "no measurable difference" at that floor. Its main
+    rounds can only say it is slower than it is by being slower: the time it is charged. `fixed_ms`: the reference's
+    tripwires' time a round, taken out of its rounds' time per call as out of the warm-up's."""
+    if not candidate.rounds:
+        return None
+    ran_ms = statistics.median(max(0.0, r.window_ms - fixed_ms) / r.calls for r in candidate.rounds)
+    planned = plan.calls_per_round(device, max(trusted_ms, ran_ms), output_bytes)
+    return planned if planned > SCHEDULE_SLACK * calls else None
+
+
 @dataclass
 class Round:
     """One side's round: what the worker reported and what the host's clock saw."""
@@ -88,6 +115,7 @@ class Round:
     window_ms: float  # host clock, from the command to the reply
     cpu_s: float | None = None  # CPU time the worker's processes used in the window (host-read)
     threads: int = 1  # the threads the worker was given
+    tripwires_ms: float | None = None  # the reference's: its time in the round's tripwires (tripwire_floor)
 
     @property
     def calls(self) -> int:
@@ -129,10 +157,10 @@ class Side:
     def synced(self) -> list[float]:
         return [s for r in self.rounds for s in (r.synced_ms or [])]
 
-    def host_ms(self, overhead_ms: float) -> list[float]:
-        """Per round: the host's time per call, less the reference's own loop overhead."""
-        return [max(r.host_per_call_ms - overhead_ms, min(r.reported_ms / r.calls, r.host_per_call_ms), LEAST_MS)
-                for r in self.rounds]  # fmt: skip
+    def host_ms(self, overhead_ms: float, floor_ms: float = 0.0) -> list[float]:
+        """Per round: the host's time per call, less the reference's own loop overhead (never below `floor_ms`)."""
+        return [max(r.host_per_call_ms - overhead_ms, min(r.reported_ms / r.calls, r.host_per_call_ms), floor_ms,
+                    LEAST_MS) for r in self.rounds]  # fmt: skip
 
     def timings(self, device: str) -> dict[str, Timing]:
         if device.startswith("cuda"):
@@ -149,13 +177,29 @@ def loop_overhead(reference: Side, picks: list[int] | None = None) -> float:
     return statistics.median(r.outside_ms_per_call for r in rounds)
 
 
-def per_call_ms(side: Side, overhead_ms: float, picks: list[int] | None = None) -> float:
+def tripwire_floor(reference: Side, picks: list[int] | None = None) -> float:
+    """The least time per call the host's clock can tell from loop work skipped: the reference's own time per call
+    in its tripwires (the aliases check after each call, the round's RoundWatch: median over rounds), which it
+    runs, as an honest candidate does, and which the host subtracts as the loop's overhead. A candidate can skip
+    them in its own process (replacing `Timer.round.__code__` keeps the function's identity), so below that time
+    what the host's clock leaves of a short kernel is work skipped as much as work done, and the floor was the
+    candidate's own report: an identical 64K ReLU that skipped them and reported 0 ms read 13,885,833x
+    (tests/candidates/redteam31/). Both sides get this floor: a kernel faster than it reads as fast as it, not
+    faster (0 where the reference did not report its tripwires' time)."""
+    rounds = reference.rounds if picks is None else [reference.rounds[i] for i in picks]
+    times = [r.tripwires_ms / r.calls for r in rounds if r.tripwires_ms is not None]
+    return statistics.median(times) if times and len(times) == len(rounds) else 0.0
+
+
+def per_call_ms(side: Side, overhead_ms: float, picks: list[int] | None = None, floor: float = 0.0) -> float:
     """A side's time per call on the host's clock (median round), less the reference loop's overhead; never
-    below what the side itself reported (capped at what the host saw). On a busy machine the overhead can
-    swallow a short kernel's whole time; the side's own figure can only raise its time, never lower it."""
+    below what the side itself reported (capped at what the host saw), nor below `floor` (tripwire_floor). On a
+    busy machine the overhead can swallow a short kernel's whole time; the side's own figure can only raise its
+    time, never lower it."""
     rounds = side.rounds if picks is None else [side.rounds[i] for i in picks]
     host = statistics.median(r.host_per_call_ms for r in rounds)
-    return max(host - overhead_ms, min(statistics.median(r.reported_ms / r.calls for r in rounds), host), LEAST_MS)
+    reported = min(statistics.median(r.reported_ms / r.calls for r in rounds), host)
+    return max(host - overhead_ms, reported, floor, LEAST_MS)
 
 
 @dataclass
@@ -209,8 +253,10 @@ def host_speedup(
 ) -> float:
     """`slack_ms`: time per call the candidate's rounds may be understated by (added to its time); `baseline`: the
     side the speedup is over (the reference under torch.compile), where not `reference`, whose loop overhead it is."""
-    overhead = loop_overhead(reference, picks)
-    return per_call_ms(baseline or reference, overhead, picks) / (per_call_ms(candidate, overhead, picks) + slack_ms)
+    overhead, floor = loop_overhead(reference, picks), tripwire_floor(reference, picks)
+    return per_call_ms(baseline or reference, overhead, picks, floor) / (
+        per_call_ms(candidate, overhead, picks, floor) + slack_ms
+    )
 
 
 def process_gap_ms(reference: Side, candidate: Side, picks: list[int] | None = None) -> float:

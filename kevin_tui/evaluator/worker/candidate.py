@@ -355,7 +355,10 @@ class CandidateRun:
         assert timer is not None, "the host sends timer before the first round"
         path = self.scratch / round_file(command["round"])
         samples, synced = self.guarded(
-            "timing forward", lambda: timer.round(command["calls"], command["seed"], path, command["control"])
+            "timing forward",
+            lambda: timer.round(
+                command["calls"], command["seed"], path, command["control"], command.get("watch", True)
+            ),
         )
         refuse(*timer.found, f"timing round {command['round']}")
         if timer.shared_memory and not self.request["output_aliases"]:

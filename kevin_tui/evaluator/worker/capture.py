@@ -25,6 +25,11 @@ def no_modes():
         yield
 
 
+def any_mode() -> bool:
+    """Whether a torch function or dispatch mode is active on this thread (no_modes is needed only then)."""
+    return bool(torch._C._is_torch_function_mode_enabled() or torch._C._len_torch_dispatch_stack())
+
+
 def snapshot(value: Any) -> Any:
     """A real copy of `value`, structure preserved; non-plain objects become their type name."""
     kind = type(value)

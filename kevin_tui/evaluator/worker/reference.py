@@ -557,9 +557,11 @@ class Reference:
         (freeing a 16 MB file takes ~1 ms: inside the window it was loop overhead the host credited to the
         candidate, which never pays it)."""
         path = self.outbox / round_file(command["side"])
-        samples, synced = self.timers[command["side"]].round(command["calls"], command["seed"], path)
+        timer = self.timers[command["side"]]
+        samples, synced = timer.round(command["calls"], command["seed"], path, watch=command.get("watch", True))
         self.round_seeds[command["side"]] = command["seed"]
-        self.channel.emit("round_done", round=command["round"], samples_ms=samples, synced_ms=synced, path=None)
+        self.channel.emit("round_done", round=command["round"], samples_ms=samples, synced_ms=synced, path=None,
+                          tripwires_ms=timer.tripwires_ms)  # fmt: skip
 
     def ingest(self, command: dict[str, Any]) -> None:
         """Read every output of one candidate round now, while the host holds the candidate stopped; the judge

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from kevin_tui.evaluator.worker import tensorfile
-from kevin_tui.evaluator.worker.capture import aliases, no_modes
+from kevin_tui.evaluator.worker.capture import aliases, any_mode, no_modes
 from kevin_tui.evaluator.worker.guards import RoundWatch
 from kevin_tui.evaluator.worker.inputs import TimedInputs
 
@@ -48,13 +48,21 @@ class Timer:
         self.outputs: list[Any] = []  # the last main round's outputs, as returned
         self.shared_memory = 0  # calls whose output shared memory with their inputs (the candidate's tripwire)
         self.found: tuple[list[str], list[str]] = ([], [])  # the last round's RoundWatch.check()
+        # the last round's time in its tripwires (the aliases check of its first call, RoundWatch): loop work a
+        # candidate can skip in its own process, which the reference's reply reports (host/timing.py tripwire_floor).
+        # The aliases check ran after every call, ~13 us of it under no_modes: as the floor, as long as a short kernel
+        self.tripwires_ms = 0.0
         self.flush = None
         if device.startswith("cuda"):
             size = max(2 * torch.cuda.get_device_properties(device).L2_cache_size, 64 << 20)
             self.flush = torch.empty(size, dtype=torch.uint8, device=device)
 
-    def round(self, calls: int, seed: int, path: Path, control: bool = False) -> tuple[list[float], list[float] | None]:
-        """(per-call ms, per-call device-synced ms or None on the CPU); every output written to `path`."""
+    def round(
+        self, calls: int, seed: int, path: Path, control: bool = False, watch: bool = True
+    ) -> tuple[list[float], list[float] | None]:
+        """(per-call ms, per-call device-synced ms or None on the CPU); every output written to `path`. `watch`: run
+        RoundWatch at its end (~0.2 ms: the host names the rounds that do, the same for both workers, so most rounds
+        hold little tripwire time a candidate could skip; host/timing.py tripwire_floor)."""
         fn = self.control if control else self.fn
         if fn is None:
             raise ValueError("this timer has no control")
@@ -62,19 +70,28 @@ class Timer:
         synced: list[float] = []
         outputs: list[Any] = []
         self.outputs, self.shared_memory = [], 0  # the last round's outputs go before this one allocates
+        tripwires = 0.0
         with torch.no_grad():
             for index in range(calls):
                 args = self.inputs.args(seed, index)
                 out = self._call(fn, args, samples, synced)
-                with no_modes():
-                    self.shared_memory += bool(aliases(out, args, []))
+                if index == 0:  # one call a round (sharing memory with its inputs is a kernel's way, call after call)
+                    checked = time.perf_counter()
+                    if any_mode():
+                        with no_modes():
+                            self.shared_memory += bool(aliases(out, args, []))
+                    else:  # no_modes alone is ~6 us
+                        self.shared_memory += bool(aliases(out, args, []))
+                    tripwires += time.perf_counter() - checked
                 outputs.append(out)
                 del args, out
             with no_modes():
                 tensorfile.write(path, outputs)
         if not control:
             self.outputs = outputs
-        self.found = self.watch.check()
+        checked = time.perf_counter()
+        self.found = self.watch.check() if watch else ([], [])
+        self.tripwires_ms = (tripwires + time.perf_counter() - checked) * 1e3
         return samples, (synced if self.flush is not None else None)
 
     def _call(self, fn: Callable[[list[Any]], Any], args: list[Any], samples: list[float], synced: list[float]) -> Any:
