@@ -1,0 +1,81 @@
+"""Red team 32: the float64 fallback's own error drawn again at every place (kevin_tui/evaluator/worker/own_error.py,
+commit 85e8e05): where the draws cannot re-randomise the reference's rounding, and what they cost
+(tests/candidates/redteam32/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from kevin_tui.evaluator import EvalOptions, Evaluator, Status
+from kevin_tui.evaluator.worker.channel import Channel
+from kevin_tui.evaluator.worker.judge import compare_tensor, judge_trial
+from kevin_tui.evaluator.worker.reference import Reference
+from kevin_tui.evaluator.worker.tensorfile import Leaf
+from kevin_tui.problem import load_problem
+from tests.conftest import CANDIDATES
+
+HERE = CANDIDATES / "redteam32"
+
+
+class _Quiet(Channel):
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+
+    def emit(self, event: str, **fields) -> None:
+        self.events.append({"event": event, **fields})
+
+
+def _reference(problem: Path, tmp_path: Path, trials: int = 2) -> Reference:
+    """The reference worker on `problem`, its trials drawn, as the evaluator starts it on the CPU."""
+    request = {"problem_path": str(problem), "device": "cpu", "outbox": str(tmp_path), "init_seed": 1}
+    reference = Reference(request, _Quiet())
+    reference.probe(8)
+    reference.trials({"eval": 0, "seed": 5, "fresh": trials, "duplicates": 0})
+    return reference
+
+
+def _judged(reference: Reference, trial: int, out: torch.Tensor):
+    ref = reference.outputs[0][trial]
+    runs = {"before": Leaf(out, "cpu"), "after": Leaf(out.clone(), "cpu")}
+    return judge_trial(ref, runs, "cpu", None, None, f"trial {trial + 1}", precise=reference.precise_output(trial))
+
+
+def _lanes(weight: torch.Tensor, x: torch.Tensor, lanes: int = 16) -> torch.Tensor:
+    """weight @ x as a kernel with `lanes` float32 accumulators per row computes it (each adds every lanes-th
+    product, in order; the lanes then summed): the reference's own float32 sum in another order."""
+    products = (weight * x.to(weight.dtype).T).view(weight.shape[0], -1, lanes)
+    acc = torch.zeros(weight.shape[0], lanes)
+    for step in range(products.shape[1]):
+        acc = acc + products[:, step]
+    return acc.double().sum(1).float().view(-1, 1)
+
+
+def test_an_honest_reduction_over_a_parameter_is_correct(tmp_path):
+    """spike_difference_matvec.py: the input is int8 (never nudged) and the rounding is the weight's, a parameter the
+    draws did not nudge: every draw repeated the judged call's own error, so a place where the reference happens to
+    round almost exactly had peers of its own luck (within 8x) and an allowance of ~18 times that luck. A 16-lane
+    float32 kernel (error ~4e-4 against float64 where the reference's is ~1e-3) failed every trial ("1 of 128 values
+    outside tolerance"); the draws now nudge the parameters and buffers too. 10x its error still fails."""
+    reference = _reference(HERE / "problems" / "spike_difference_matvec.py", tmp_path)
+    weight = reference.model.weight.detach()
+    for trial in range(2):
+        (x,) = reference.trial_args[trial]
+        honest = _lanes(weight, x)
+        assert compare_tensor(reference.outputs[0][trial], honest, None, None) is not None  # outside tolerance
+        verdict = _judged(reference, trial, honest)
+        assert verdict.passed, verdict.message
+        exact = (weight.double() @ x.double()).float()
+        assert not _judged(reference, trial, exact + 10 * (honest - exact)).passed
+
+
+def _evaluate(problem: Path, name: str, build_cache):
+    options = EvalOptions(device="cpu", shapes="off", profile=False, timing=False, cache_dir=build_cache)
+    with Evaluator(load_problem(problem), options, prespawn=False) as evaluator:
+        return evaluator.evaluate((HERE / f"{name}.py").read_text())
+
+
+def test_the_honest_lanes_kernel_is_correct_end_to_end(build_cache):
+    verdict = _evaluate(HERE / "problems" / "spike_difference_matvec.py", "honest_lanes_spike_matvec", build_cache)
+    assert verdict.status is Status.CORRECT, verdict.message
