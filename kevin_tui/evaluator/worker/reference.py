@@ -321,8 +321,9 @@ class Reference:
         generator = torch.Generator().manual_seed(REDRAWS)  # the reference's inputs decide; nothing secret here
         draws = []
         try:
-            base = copy.deepcopy(self.model)
+            base = self.model  # copied for each draw below: one more copy of a large model only with `parameters`
             if parameters is not None:
+                base = copy.deepcopy(self.model)
                 base.load_state_dict(parameters, strict=False)
             for _ in range(REDRAWS):
                 moved, model = nudged(args, generator), copy.deepcopy(base)
