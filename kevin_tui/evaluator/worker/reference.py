@@ -270,8 +270,11 @@ class Reference:
         self.first_args = inputs[0]
         self.channel.emit("trials_ready", paths=paths)
 
-    def in_float64(self, args: list[Any], parameters: dict[str, Any] | None = None, plan: Plan | None = None) -> Any:
-        """The reference's output in float64 (a copy of the model, with `parameters` if given, inputs widened):
+    def in_float64(
+        self, args: list[Any], parameters: dict[str, Any] | None = None, plan: Plan | None = None, model: Any = None
+    ) -> Any:
+        """The reference's output in float64 (a copy of the model, or of `model`, with `parameters` if given, inputs
+        widened):
         what a candidate's error and the float32 reference's own are measured against. With `plan`, the inputs
         ("input 0", ...) and parameters and buffers (by name) are rounded by it first (worker/rounding_probe.py).
         None where the problem cannot run so."""
@@ -284,7 +287,7 @@ class Reference:
                    if isinstance(a, torch.Tensor) and a.is_floating_point() else common.clone(a)
                    for i, a in enumerate(args)]  # fmt: skip
         try:
-            model = copy.deepcopy(self.model)
+            model = copy.deepcopy(self.model if model is None else model)
             if parameters is not None:
                 model.load_state_dict(parameters, strict=False)
             if plan is not None:
@@ -309,20 +312,29 @@ class Reference:
 
     def redraws(self, args: list[Any], parameters: dict[str, Any] | None) -> list[tuple[Any, Any]]:
         """The reference's output in its own dtypes and in float64 on `args` nudged (own_error.nudged), REDRAWS
-        times, each on a copy of the model (with `parameters` if given); none where a run fails."""
+        times, each on a copy of the model (with `parameters` if given) whose float parameters and buffers are nudged
+        too; none where a run fails. With its parameters as they were, a problem whose rounding is a parameter's (an
+        int8 input, a float weight) drew the judged call's own error again each time, and a place where the reference
+        happened to round almost exactly had no allowance past its own luck (tests/test_redteam32.py)."""
         import copy
 
         generator = torch.Generator().manual_seed(REDRAWS)  # the reference's inputs decide; nothing secret here
         draws = []
         try:
-            model = copy.deepcopy(self.model)
+            base = self.model  # copied for each draw below: one more copy of a large model only with `parameters`
             if parameters is not None:
-                model.load_state_dict(parameters, strict=False)
+                base = copy.deepcopy(self.model)
+                base.load_state_dict(parameters, strict=False)
             for _ in range(REDRAWS):
-                moved = nudged(args, generator)
+                moved, model = nudged(args, generator), copy.deepcopy(base)
+                with torch.no_grad():
+                    held = [*model.parameters(), *model.buffers()]
+                    for tensor, value in zip(held, nudged(held, generator), strict=True):
+                        tensor.copy_(value)
+                exact = self.in_float64(moved, model=model)  # first: the forward below may change the model
                 with torch.no_grad(), no_modes():
                     own = snapshot(model(*common.to_device(common.clone(moved), self.device)))
-                if (exact := self.in_float64(moved, parameters)) is not None:
+                if exact is not None:
                     draws.append((own, exact))
         except Exception:
             return []
