@@ -109,26 +109,23 @@ def test_an_honest_float32_position_code_is_correct():
     assert verdict.passed, verdict.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a draw whose nudged sum fell within float32's rounding of an integer steps the floor there; that place's "
-    "peers are other stepped places, so its allowance is ~2 at a place where the judged sum is unambiguous",
-)
 def test_a_floor_one_off_where_a_draw_stepped_is_incorrect():
     """floor(a @ b) over a 131072-term reduction (float32 rounding ~1e-3): the draws are public (the generator's seed
     is fixed, the inputs are the candidate's), so a kernel can compute where a nudged draw's float32 floor differs
     from its float64 one (1 of 512 places here). Its float64 sum there is 0.011 from an integer, 11x the reference's
     own rounding: floor is unambiguous, and answering it + 1 is wrong, but the place's own draws are ~0.5 and its
-    allowance 4x that. Seen: passed, "within the float32 reference's own error of the float64 result"."""
+    allowance 4x that. Seen: passed, "within the float32 reference's own error of the float64 result". The worker's
+    generator is seeded in secret now: the candidate's draws (the seed it could read, REDRAWS) are not the judge's
+    (here another fixed seed, as a secret one would be)."""
     generator = torch.Generator().manual_seed(32)
     a, b = torch.randn(64, 131072, generator=generator), torch.randn(131072, 8, generator=generator)
 
     def floored(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return torch.floor(x @ y)
 
-    ref, truth = floored(a, b), redrawn(floored, a, b)()
+    ref, truth, guessed = floored(a, b), redrawn(floored, a, b, seed=7)(), redrawn(floored, a, b)()
     stepped = torch.zeros(ref.shape, dtype=torch.bool)
-    for own, exact in truth._redraw():
+    for own, exact in guessed._redraw():
         stepped |= own.double() != exact
     sums = a.double() @ b.double()
     assert int(stepped.sum()) >= 1 and float((sums - sums.round()).abs()[stepped].min()) > 0.01
@@ -137,3 +134,12 @@ def test_a_floor_one_off_where_a_draw_stepped_is_incorrect():
     runs = {"before": Leaf(wrong, "cpu"), "after": Leaf(wrong.clone(), "cpu")}
     verdict = judge_trial(ref, runs, "cpu", None, None, "trial 1", precise=lambda: truth)
     assert not verdict.passed, verdict.message
+
+
+def test_the_reference_worker_draws_its_nudges_in_secret(tmp_path):
+    """The floor attack above needs the judge's draws: the worker's generator was seeded with a constant in our
+    source. Two redraws of one trial now differ, so neither can be computed ahead."""
+    reference = _reference(HERE / "problems" / "spike_difference_matvec.py", tmp_path, trials=1)
+    first, second = (reference.redraws(reference.trial_args[0], None) for _ in range(2))
+    assert len(first) == len(second) > 0
+    assert not torch.equal(first[0][0], second[0][0])

@@ -16,14 +16,15 @@ def exactly(value: Any, draws: list[tuple[Any, Any]] | None = None) -> Callable[
     return lambda: Truth(value, lambda: list(draws or []))
 
 
-def redrawn(forward: Callable[..., Any], *inputs: torch.Tensor) -> Callable[[], Truth]:
-    """`forward` (written for any dtype) of `inputs` in float64, drawn again as the reference worker does."""
+def redrawn(forward: Callable[..., Any], *inputs: torch.Tensor, seed: int = REDRAWS) -> Callable[[], Truth]:
+    """`forward` (written for any dtype) of `inputs` in float64, drawn again as the reference worker does (its
+    generator's seed is secret; here `seed`, fixed so a test sees the same draws each run)."""
 
     def widened(args: list[torch.Tensor]) -> Any:
         return forward(*(a.double() for a in args))
 
     def redraw() -> list[tuple[Any, Any]]:
-        generator = torch.Generator().manual_seed(REDRAWS)
+        generator = torch.Generator().manual_seed(seed)
         return [
             (forward(*moved), widened(moved)) for moved in (nudged(list(inputs), generator) for _ in range(REDRAWS))
         ]

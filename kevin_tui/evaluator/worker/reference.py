@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import secrets
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -318,7 +319,9 @@ class Reference:
         happened to round almost exactly had no allowance past its own luck (tests/test_redteam32.py)."""
         import copy
 
-        generator = torch.Generator().manual_seed(REDRAWS)  # the reference's inputs decide; nothing secret here
+        # secret: with a seed in our source a candidate computed where a draw's nudged sum stepped floor(a @ b) and
+        # answered one off there, inside that place's drawn allowance (tests/test_redteam32.py)
+        generator = torch.Generator().manual_seed(secrets.randbits(62))
         draws = []
         try:
             base = self.model  # copied for each draw below: one more copy of a large model only with `parameters`
