@@ -105,7 +105,7 @@ class CandidateRun:
         self.get_inputs, self.reference_class = self.problem.get_inputs, self.problem.Model
         self.builds.install()
         self.identity = IdentityGuard()
-        self.elsewhere = Elsewhere()
+        self.elsewhere = Elsewhere(lambda: self.builds.loaded)
         module = self.guarded(
             "importing the candidate", lambda: common.import_file(self.request["candidate_path"], "kevin_candidate")
         )
@@ -221,7 +221,8 @@ class CandidateRun:
             ((out, out_aliases, _), counts), unseen = self.elsewhere.around(
                 lambda: self.guarded(
                     "forward (its ops counted)", lambda: count_ops(lambda: self.call(args, watched=False))
-                )
+                ),
+                compiled=self.compiled_model is not None,
             )
         except Failure as failure:
             unseen = [f"forward failed while its ops were counted: {failure.message[:300]}"]

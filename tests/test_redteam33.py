@@ -1,0 +1,29 @@
+"""Red team 33: --strict's runtime evidence, the build path and the sandbox (tests/candidates/redteam33/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kevin_tui.evaluator import EvalOptions, Evaluator, Status
+from kevin_tui.problem import load_problem
+from tests.conftest import CANDIDATES, RELU
+
+HERE = CANDIDATES / "redteam33"
+
+
+def _evaluate(name: str, build_cache: Path, problem: Path = RELU, **options):
+    settings = {"device": "cpu", "shapes": "off", "profile": False, "timing": False, "cache_dir": build_cache}
+    settings.update(options)
+    with Evaluator(load_problem(problem), EvalOptions(**settings), prespawn=False) as ev:
+        return ev.evaluate((HERE / f"{name}.py").read_text())
+
+
+def test_a_library_the_candidate_built_itself_is_seen_under_strict(build_cache):
+    """own_build_of_torch_kernel.py: a clean host-built copy, then `at::cpu::clamp_min` (PyTorch's kernel, past the
+    dispatcher) in a library the candidate compiled itself with a fresh copy of torch.utils.cpp_extension, from a
+    hex-spelt source: `correct` under --strict with no finding. A library mapped executable from a writable file
+    system of the sandbox that the host never built is now named by the op count (`ops_unseen`)."""
+    verdict = _evaluate("own_build_of_torch_kernel", build_cache, strict=True)
+    assert verdict.status is Status.REJECTED, verdict.message
+    assert "never built" in verdict.message, verdict.message
+    assert "redteam33_hidden" in verdict.message, verdict.message
