@@ -27,3 +27,14 @@ def test_a_library_the_candidate_built_itself_is_seen_under_strict(build_cache):
     assert verdict.status is Status.REJECTED, verdict.message
     assert "never built" in verdict.message, verdict.message
     assert "redteam33_hidden" in verdict.message, verdict.message
+
+
+def test_a_build_is_stopped_once_its_directory_holds_more_than_a_build_may_leave(build_cache):
+    """build_fills_the_disk.py: four objects of 300 MB each, every one under the builder's file-size limit, went into
+    the build directory on the host's disk (1.2 GB seen), measured only once the build was over: with a few hundred
+    the disk filled first. The directory is measured as the builder writes now, and the builder stopped past 512 MB."""
+    verdict = _evaluate("build_fills_the_disk", build_cache)
+    assert verdict.status is Status.COMPILE_ERROR, verdict.message
+    (build,) = verdict.details["builds"]
+    assert "into its build directory" in build["message"], build["message"]
+    assert "build directory" in verdict.message, verdict.message

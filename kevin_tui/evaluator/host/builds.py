@@ -484,6 +484,9 @@ class BuildBroker:
         binds = [Bind(str(temporary), writable=True), Bind(str(self.pch_store))]
         limits = replace(self.limits, file_size=min(self.limits.file_size, MAX_BUILD_BYTES))
         worker = WorkerProcess("builder", scratch, self.env, self.sandbox, binds, limits)
+        # The build directory lies in the cache on the host's disk: measured as the builder writes, not only once
+        # it is done (object after object under the file-size limit, 300 MB each, filled the disk before that).
+        worker.watch_scratch(MAX_BUILD_BYTES, temporary)
         self.last_log = worker.log_path
         try:
             worker.send({"cmd": "build", "spec": spec, "directory": str(temporary), "pch_store": str(self.pch_store),
@@ -491,7 +494,10 @@ class BuildBroker:
             event = worker.event(deadline - time.monotonic())
         except (WorkerGone, ProtocolViolation) as exc:
             record.ok, record.message = False, f"the builder {exc}"
-            record.log = worker.log_tail()
+            if worker.over_scratch:
+                record.message = (f"the builder was stopped: {worker.over_scratch}; a build may leave at most "
+                                  f"{MAX_BUILD_BYTES / 2**20:.0f} MB in the build cache")  # fmt: skip
+            record.log = worker.log_tail() + (f"\n{record.message}" if worker.over_scratch else "")  # its last line
             remove_tree(temporary)
             return
         except WorkerTimeout:
