@@ -38,3 +38,12 @@ def test_a_build_is_stopped_once_its_directory_holds_more_than_a_build_may_leave
     (build,) = verdict.details["builds"]
     assert "into its build directory" in build["message"], build["message"]
     assert "build directory" in verdict.message, verdict.message
+
+
+def test_a_library_built_in_triton_s_cache_is_no_launcher_on_the_cpu(build_cache):
+    """own_build_in_triton_cache.py: the library above built in /tmp/triton with Triton imported passed the check
+    (Triton's cache was excepted wherever Triton was imported): `correct` under --strict. Triton's launchers are
+    excepted only where Triton can run (a GPU), torch.compile's libraries only as the worker's compile maps them."""
+    verdict = _evaluate("own_build_in_triton_cache", build_cache, strict=True)
+    assert verdict.status is Status.REJECTED, verdict.message
+    assert "redteam33_hidden_in_triton" in verdict.message, verdict.message

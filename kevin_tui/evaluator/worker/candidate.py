@@ -222,7 +222,7 @@ class CandidateRun:
                 lambda: self.guarded(
                     "forward (its ops counted)", lambda: count_ops(lambda: self.call(args, watched=False))
                 ),
-                compiled=self.compiled_model is not None,
+                triton_runs=self.device.startswith("cuda"),
             )
         except Failure as failure:
             unseen = [f"forward failed while its ops were counted: {failure.message[:300]}"]
@@ -325,8 +325,10 @@ class CandidateRun:
             seed_cache()
             self.compiled_model = torch.compile(self.model)
         given, model = common.clone(args), self.compiled_model
-        out, found, _ = self.guarded(
-            f"forward under torch.compile (trial {index + 1})", lambda: self.call(given, model, watched=False)
+        out, found, _ = self.elsewhere.compiling(
+            lambda: self.guarded(
+                f"forward under torch.compile (trial {index + 1})", lambda: self.call(given, model, watched=False)
+            )
         )
         path = self.scratch / f"compiled-{index}.kt"
         write_record(path, {"compiled": out}, found)
