@@ -47,3 +47,12 @@ def test_a_library_built_in_triton_s_cache_is_no_launcher_on_the_cpu(build_cache
     verdict = _evaluate("own_build_in_triton_cache", build_cache, strict=True)
     assert verdict.status is Status.REJECTED, verdict.message
     assert "redteam33_hidden_in_triton" in verdict.message, verdict.message
+
+
+def test_the_loader_s_list_of_libraries_is_a_runtime_lookup(build_cache):
+    """phdr_lookup_of_torch_kernel.py: a host-built library walked `dl_iterate_phdr` to libtorch_cpu's symbol table,
+    found `at::cpu::clamp_min` by its mangled name (a string literal) and called it through a pointer: no `dlsym`
+    among its imports, no PyTorch call in its text, nothing dispatched: `correct` under --strict."""
+    verdict = _evaluate("phdr_lookup_of_torch_kernel", build_cache, strict=True)
+    assert verdict.status is Status.REJECTED, verdict.message
+    assert "dl_iterate_phdr" in verdict.message, verdict.message

@@ -259,7 +259,14 @@ PAST_THE_DISPATCHER = re.compile(r"\bat::(?:cpu|cuda|native|meta|composite\w*)::
 DISPATCHED = re.compile(r"\bat::_ops::(\w+)::call\b")
 # A function looked up by name while the library runs (`dlsym(RTLD_DEFAULT, "_ZN2at3cpu9clamp_min...")`, the name
 # pieced together at runtime) is none of its imports: a library that can look functions up calls what nobody read.
-RUNTIME_LOOKUP = re.compile(r"^\s*U (dlsym|dlvsym|dlopen|dlmopen|__libc_dlsym|__libc_dlopen_mode)\b", re.MULTILINE)
+# The loader's lists of what is loaded are lookups too: `dl_iterate_phdr` hands over every library's dynamic section,
+# whose symbol table finds `at::cpu::clamp_min` by its mangled name (a string literal) with no `dlsym` (redteam33);
+# so do `_dl_find_object`, `dlinfo`, `dladdr` and the debugger's list (`_r_debug`).
+RUNTIME_LOOKUP = re.compile(
+    r"^\s*U (dlsym|dlvsym|dlopen|dlmopen|__libc_dlsym|__libc_dlopen_mode|dl_iterate_phdr|_dl_find_object|dlinfo"
+    r"|dladdr1?|_r_debug)\b",
+    re.MULTILINE,
+)
 # Python's import, eval and call machinery: a library that imports a module or calls a Python object reaches every
 # PyTorch function by name (`torch.relu` through pybind11, the op count's dispatch mode turned off the same way),
 # past every check of its text. pybind11's own glue imports none of these (none of 275 libraries built here did).
