@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.problem import load_problem
 from tests.conftest import CANDIDATES, RELU
@@ -56,3 +58,14 @@ def test_the_loader_s_list_of_libraries_is_a_runtime_lookup(build_cache):
     verdict = _evaluate("phdr_lookup_of_torch_kernel", build_cache, strict=True)
     assert verdict.status is Status.REJECTED, verdict.message
     assert "dl_iterate_phdr" in verdict.message, verdict.message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: a host-built library that finds at::cpu::clamp_min by reading /proc/self/maps and libtorch_cpu.so's "
+    "symbol table as plain files imports nothing, names nothing the scans read and dispatches nothing",
+)
+def test_a_kernel_found_by_reading_the_library_file_is_rejected_under_strict(build_cache):
+    """elf_file_lookup_of_torch_kernel.py: `correct` under --strict; due: rejected (PyTorch's kernel does the work)."""
+    verdict = _evaluate("elf_file_lookup_of_torch_kernel", build_cache, strict=True)
+    assert verdict.status is Status.REJECTED, verdict.message
