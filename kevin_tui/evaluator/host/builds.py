@@ -259,7 +259,14 @@ PAST_THE_DISPATCHER = re.compile(r"\bat::(?:cpu|cuda|native|meta|composite\w*)::
 DISPATCHED = re.compile(r"\bat::_ops::(\w+)::call\b")
 # A function looked up by name while the library runs (`dlsym(RTLD_DEFAULT, "_ZN2at3cpu9clamp_min...")`, the name
 # pieced together at runtime) is none of its imports: a library that can look functions up calls what nobody read.
-RUNTIME_LOOKUP = re.compile(r"^\s*U (dlsym|dlvsym|dlopen|dlmopen|__libc_dlsym|__libc_dlopen_mode)\b", re.MULTILINE)
+# The loader's lists of what is loaded are lookups too: `dl_iterate_phdr` hands over every library's dynamic section,
+# whose symbol table finds `at::cpu::clamp_min` by its mangled name (a string literal) with no `dlsym` (redteam33);
+# so do `_dl_find_object`, `dlinfo`, `dladdr` and the debugger's list (`_r_debug`).
+RUNTIME_LOOKUP = re.compile(
+    r"^\s*U (dlsym|dlvsym|dlopen|dlmopen|__libc_dlsym|__libc_dlopen_mode|dl_iterate_phdr|_dl_find_object|dlinfo"
+    r"|dladdr1?|_r_debug)\b",
+    re.MULTILINE,
+)
 # Python's import, eval and call machinery: a library that imports a module or calls a Python object reaches every
 # PyTorch function by name (`torch.relu` through pybind11, the op count's dispatch mode turned off the same way),
 # past every check of its text. pybind11's own glue imports none of these (none of 275 libraries built here did).
@@ -484,6 +491,9 @@ class BuildBroker:
         binds = [Bind(str(temporary), writable=True), Bind(str(self.pch_store))]
         limits = replace(self.limits, file_size=min(self.limits.file_size, MAX_BUILD_BYTES))
         worker = WorkerProcess("builder", scratch, self.env, self.sandbox, binds, limits)
+        # The build directory lies in the cache on the host's disk: measured as the builder writes, not only once
+        # it is done (object after object under the file-size limit, 300 MB each, filled the disk before that).
+        worker.watch_scratch(MAX_BUILD_BYTES, temporary)
         self.last_log = worker.log_path
         try:
             worker.send({"cmd": "build", "spec": spec, "directory": str(temporary), "pch_store": str(self.pch_store),
@@ -491,7 +501,10 @@ class BuildBroker:
             event = worker.event(deadline - time.monotonic())
         except (WorkerGone, ProtocolViolation) as exc:
             record.ok, record.message = False, f"the builder {exc}"
-            record.log = worker.log_tail()
+            if worker.over_scratch:
+                record.message = (f"the builder was stopped: {worker.over_scratch}; a build may leave at most "
+                                  f"{MAX_BUILD_BYTES / 2**20:.0f} MB in the build cache")  # fmt: skip
+            record.log = worker.log_tail() + (f"\n{record.message}" if worker.over_scratch else "")  # its last line
             remove_tree(temporary)
             return
         except WorkerTimeout:

@@ -222,16 +222,19 @@ class WorkerProcess:
         paused, self._paused = self._paused, []
         resume(paused)
 
-    def watch_scratch(self, limit: int) -> None:
+    def watch_scratch(self, limit: int, directory: Path | None = None) -> None:
         """Kill the worker once its scratch holds more than `limit` bytes or `MAX_SCRATCH_ENTRIES` entries, and
         empty it but for its log: the scratch lies on the host's disk, which nothing else bounds (the file-size
         limit is per file). Measured from outside every `SCRATCH_POLL_S`, so it overshoots by at most what the
-        worker writes in that time."""
+        worker writes in that time. `directory`: another one of the worker's to watch instead (a builder's build
+        directory, which its caller removes), left as it is when it goes over."""
+        root = directory or self.scratch
+        where = "its scratch directory" if directory is None else "its build directory"
 
         def watch() -> None:
             while not self._killed:
                 try:
-                    used = disk_usage(self.scratch, MAX_SCRATCH_ENTRIES)
+                    used = disk_usage(root, MAX_SCRATCH_ENTRIES)
                 except OSError:  # the host's own shortage (descriptors, memory): measured again, nobody's verdict
                     time.sleep(SCRATCH_POLL_S)
                     continue
@@ -240,9 +243,10 @@ class WorkerProcess:
                     continue
                 size = (f"more than {MAX_SCRATCH_ENTRIES} entries or directories nested too deep to measure"
                         if used is None else f"{used / 2**20:.0f} MB")  # fmt: skip
-                self.over_scratch = f"it wrote {size} into its scratch directory (at most {limit / 2**20:.0f} MB)"
+                self.over_scratch = f"it wrote {size} into {where} (at most {limit / 2**20:.0f} MB)"
                 self.kill()
-                self.empty_scratch()
+                if directory is None:
+                    self.empty_scratch()
                 return
 
         threading.Thread(target=watch, name=f"kevin-{self.role}-scratch", daemon=True).start()

@@ -87,6 +87,7 @@ class BuildClient:
         self.channel = channel
         self.uses_cuda = False
         self.cuda_ops: set[str] = set()  # the operators nvcc-built libraries registered (`torch.ops.load_library`)
+        self.loaded: set[str] = set()  # the paths of the libraries the host built, as loaded (guards.Elsewhere)
 
     def install(self) -> None:
         def load_inline(*args: Any, **kwargs: Any) -> Any:
@@ -134,6 +135,7 @@ class BuildClient:
         return self._load(name, answer["path"], bool(given["is_python_module"]), answer["uses_cuda"])
 
     def _load(self, name: str, path: str, python_module: bool, cuda: bool) -> Any:
+        self.loaded.add(path)
         try:
             if not python_module:
                 import torch

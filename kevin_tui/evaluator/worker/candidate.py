@@ -105,7 +105,7 @@ class CandidateRun:
         self.get_inputs, self.reference_class = self.problem.get_inputs, self.problem.Model
         self.builds.install()
         self.identity = IdentityGuard()
-        self.elsewhere = Elsewhere()
+        self.elsewhere = Elsewhere(lambda: self.builds.loaded)
         module = self.guarded(
             "importing the candidate", lambda: common.import_file(self.request["candidate_path"], "kevin_candidate")
         )
@@ -221,7 +221,8 @@ class CandidateRun:
             ((out, out_aliases, _), counts), unseen = self.elsewhere.around(
                 lambda: self.guarded(
                     "forward (its ops counted)", lambda: count_ops(lambda: self.call(args, watched=False))
-                )
+                ),
+                triton_runs=self.device.startswith("cuda"),
             )
         except Failure as failure:
             unseen = [f"forward failed while its ops were counted: {failure.message[:300]}"]
@@ -324,8 +325,10 @@ class CandidateRun:
             seed_cache()
             self.compiled_model = torch.compile(self.model)
         given, model = common.clone(args), self.compiled_model
-        out, found, _ = self.guarded(
-            f"forward under torch.compile (trial {index + 1})", lambda: self.call(given, model, watched=False)
+        out, found, _ = self.elsewhere.compiling(
+            lambda: self.guarded(
+                f"forward under torch.compile (trial {index + 1})", lambda: self.call(given, model, watched=False)
+            )
         )
         path = self.scratch / f"compiled-{index}.kt"
         write_record(path, {"compiled": out}, found)

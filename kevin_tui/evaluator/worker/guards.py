@@ -190,19 +190,85 @@ def _python_threads() -> set[tuple[int, int | None]]:
     return {(ident, native.get(ident)) for ident in sys._current_frames()}
 
 
+def _executable_files() -> set[str]:
+    """The files this process has mapped executable, as /proc/self/maps names them (a deleted file or a memfd with
+    its ` (deleted)`)."""
+    try:
+        text = Path("/proc/self/maps").read_text()
+    except OSError:
+        return set()
+    found = set()
+    for line in text.splitlines():
+        fields = line.split(None, 5)
+        if len(fields) == 6 and "x" in fields[1] and not fields[5].startswith("["):
+            found.add(fields[5])
+    return found
+
+
+def _on_a_writable_file_system(name: str) -> bool:
+    """Whether a mapped file could have been made in the sandbox: one on a file system mounted writable (its
+    scratch, /tmp, /dev/shm), deleted, a memfd, or one that cannot be looked at. The sandbox's system directories and
+    the copies of the host's builds are mounted read-only."""
+    if not name.startswith("/") or name.endswith(" (deleted)"):
+        return True
+    try:
+        return not os.statvfs(name).f_flag & os.ST_RDONLY
+    except OSError:
+        return True
+
+
+# torch.compile's and Triton's own caches in the candidate's sandbox (host/sandbox.py): a library mapped from one of
+# them while the worker ran torch.compile is the compiler's; Triton's launchers are excepted only on a GPU, where
+# Triton can run (with Triton merely imported, a library the candidate built in /tmp/triton passed on the CPU).
+COMPILER_CACHES = ("/tmp/inductor/", "/tmp/triton/")
+TRITON_CACHE = "/tmp/triton/"
+
+
 class Elsewhere:
     """Where PyTorch could run beside a forward call unseen by the op count, a dispatch mode that sees only the
     thread it is entered on: Python threads of the candidate's (a pool started at import), other processes, and any
     thread or process started during the counted call (seen in the PID namespace's last id, so a thread started and
-    joined inside forward shows too). Made before the candidate is imported: the worker's own threads and processes
-    are known."""
+    joined inside forward shows too); and code the host never built nor read (`unbuilt_libraries`). Made before the
+    candidate is imported: the worker's own threads, processes and libraries are known."""
 
-    def __init__(self) -> None:
+    def __init__(self, built: Callable[[], set[str]] = set) -> None:
+        """`built`: the paths of the libraries the host built for the candidate, as they were loaded."""
         self.threads = _python_threads()
         self.processes = _other_processes()
+        self.libraries = _executable_files()
+        self.built = built
+        self.compilers: set[str] = set()  # libraries torch.compile mapped from its caches while the worker ran it
 
-    def around(self, call: Callable[[], T]) -> tuple[T, list[str]]:
-        """`call()`, and what of the candidate's could have run PyTorch beside it."""
+    def compiling(self, call: Callable[[], T]) -> T:
+        """`call()`, a step in which the worker runs torch.compile: the libraries it maps from the compilers'
+        caches meanwhile are theirs."""
+        before = _executable_files()
+        try:
+            return call()
+        finally:
+            self.compilers |= {n for n in _executable_files() - before if n.startswith(COMPILER_CACHES)}
+
+    def unbuilt_libraries(self, triton_runs: bool = False) -> list[str]:
+        """Libraries mapped executable since the candidate was imported that neither the host built nor the
+        sandbox's read-only system holds: a library the candidate compiled itself (a fresh copy of
+        torch.utils.cpp_extension exec'd from its file builds past the worker's load_inline) or wrote from its own
+        bytes. Its source was never read by the host's scans nor its symbols by `nm`, and what it calls past the
+        dispatcher (`at::cpu::clamp_min`: PyTorch's own kernel) no op count sees: under --strict that ReLU was
+        `correct`. Only in a sandbox (the worker's parent is its first process): without one, every file system is
+        writable. `triton_runs`: Triton can run here (a GPU), so its launchers in its cache are its own."""
+        if os.getppid() != 1:
+            return []
+        built = {os.path.realpath(p) for p in self.built()}
+        exempt = (TRITON_CACHE,) if triton_runs and "triton" in sys.modules else ()
+        found = []
+        for name in sorted(_executable_files() - self.libraries - self.compilers):
+            if os.path.realpath(name) in built or name.startswith(exempt) or not _on_a_writable_file_system(name):
+                continue
+            found.append(name)
+        return found
+
+    def around(self, call: Callable[[], T], triton_runs: bool = False) -> tuple[T, list[str]]:
+        """`call()`, and what of the candidate's could have run PyTorch beside it or unseen inside it."""
         before = _last_pid()
         result = call()
         found = []
@@ -213,4 +279,7 @@ class Elsewhere:
             found.append(f"{len(threads)} Python thread(s) of the candidate's alive")
         if processes := _other_processes() - self.processes:
             found.append(f"{len(processes)} other process(es) alive beside the worker")
+        if libraries := self.unbuilt_libraries(triton_runs):
+            found.append(f"{len(libraries)} library(ies) the host never built run in the worker: "
+                         f"{', '.join(n[-120:] for n in libraries[:3])}")  # fmt: skip
         return result, found
