@@ -12,7 +12,7 @@ import pytest
 from kevin_tui.evaluator import EvalOptions, Evaluator, Status
 from kevin_tui.evaluator.host import scratch as scratch_module
 from kevin_tui.evaluator.host.scratch import disk_usage, remove_tree, sweep_stale
-from tests.conftest import CANDIDATES
+from tests.conftest import CANDIDATES, candidate
 
 HERE = CANDIDATES / "redteam19"
 
@@ -118,7 +118,12 @@ def test_a_candidate_leaving_a_deep_tree_is_cleaned_up_after_its_run(plain):
 
 @pytest.fixture(scope="module")
 def short_builds(relu_problem, build_cache):
-    """An evaluator whose candidates may spend 6 s building, all builds together."""
+    """An evaluator whose candidates may spend 6 s building, all builds together; relu_cpp's extension built first
+    with the default limit (its builds are "cached" only where another test built it before: run alone, a cold
+    build took past 6 s and both cases timed out)."""
+    warm = EvalOptions(device="cpu", timing=False, shapes="off", profile=False, cache_dir=build_cache)
+    with Evaluator(relu_problem, warm, prespawn=False) as evaluator:
+        assert evaluator.evaluate(candidate("relu_cpp.py")).status is Status.CORRECT
     options = EvalOptions(device="cpu", timing=False, shapes="off", profile=False, cache_dir=build_cache,
                           build_timeout_s=6.0)  # fmt: skip
     with Evaluator(relu_problem, options, prespawn=False) as evaluator:

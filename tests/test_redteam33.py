@@ -69,3 +69,25 @@ def test_a_kernel_found_by_reading_the_library_file_is_rejected_under_strict(bui
     """elf_file_lookup_of_torch_kernel.py: `correct` under --strict; due: rejected (PyTorch's kernel does the work)."""
     verdict = _evaluate("elf_file_lookup_of_torch_kernel", build_cache, strict=True)
     assert verdict.status is Status.REJECTED, verdict.message
+
+
+def test_an_unwinder_linked_in_is_named_in_the_loader_list_finding(tmp_path):
+    """`-static-libgcc` (an allowed linker option) links libgcc's unwinder into the library, and it imports
+    `_dl_find_object` (or `dl_iterate_phdr` on an older glibc): under --strict that is the loader-list lookup above,
+    which nothing tells from the kernel's own use, so the finding names the flag to drop."""
+    import shutil
+    import subprocess
+
+    from kevin_tui.evaluator.host.builds import kernels_called_past_the_dispatcher
+
+    compiler = shutil.which("g++")
+    if compiler is None:
+        pytest.skip("no g++")
+    source = tmp_path / "throws.cpp"
+    source.write_text(
+        '#include <stdexcept>\nextern "C" int f(int x) { if (x) throw std::runtime_error("x"); return 0; }\n'
+    )
+    library = tmp_path / "libthrows.so"
+    subprocess.run([compiler, "-shared", "-fPIC", "-static-libgcc", str(source), "-o", str(library)], check=True)
+    found = [f for f in kernels_called_past_the_dispatcher(library) if "loader's list" in f]
+    assert found and all("-static-libgcc" in f for f in found), kernels_called_past_the_dispatcher(library)

@@ -259,14 +259,13 @@ PAST_THE_DISPATCHER = re.compile(r"\bat::(?:cpu|cuda|native|meta|composite\w*)::
 DISPATCHED = re.compile(r"\bat::_ops::(\w+)::call\b")
 # A function looked up by name while the library runs (`dlsym(RTLD_DEFAULT, "_ZN2at3cpu9clamp_min...")`, the name
 # pieced together at runtime) is none of its imports: a library that can look functions up calls what nobody read.
+RUNTIME_LOOKUP = re.compile(r"^\s*U (dlsym|dlvsym|dlopen|dlmopen|__libc_dlsym|__libc_dlopen_mode)\b", re.MULTILINE)
 # The loader's lists of what is loaded are lookups too: `dl_iterate_phdr` hands over every library's dynamic section,
 # whose symbol table finds `at::cpu::clamp_min` by its mangled name (a string literal) with no `dlsym` (redteam33);
-# so do `_dl_find_object`, `dlinfo`, `dladdr` and the debugger's list (`_r_debug`).
-RUNTIME_LOOKUP = re.compile(
-    r"^\s*U (dlsym|dlvsym|dlopen|dlmopen|__libc_dlsym|__libc_dlopen_mode|dl_iterate_phdr|_dl_find_object|dlinfo"
-    r"|dladdr1?|_r_debug)\b",
-    re.MULTILINE,
-)
+# so do `_dl_find_object`, `dlinfo`, `dladdr` and the debugger's list (`_r_debug`). An unwinder linked in
+# (`-static-libgcc`, allowed) imports `_dl_find_object` or `dl_iterate_phdr` too, and nothing tells its calls from the
+# kernel's: the finding says which flag to drop.
+LOADER_LISTS = re.compile(r"^\s*U (dl_iterate_phdr|_dl_find_object|dlinfo|dladdr1?|_r_debug)\b", re.MULTILINE)
 # Python's import, eval and call machinery: a library that imports a module or calls a Python object reaches every
 # PyTorch function by name (`torch.relu` through pybind11, the op count's dispatch mode turned off the same way),
 # past every check of its text. pybind11's own glue imports none of these (none of 275 libraries built here did).
@@ -292,6 +291,9 @@ def kernels_called_past_the_dispatcher(library: Path) -> list[str]:
     found = [m.group(0) for m in PAST_THE_DISPATCHER.finditer(listed)]
     found += [f"at::_ops::{m.group(1)}" for m in DISPATCHED.finditer(listed) if compute_operator(m.group(1))]
     found += [f"{m.group(1)} (functions looked up by name at runtime)" for m in RUNTIME_LOOKUP.finditer(listed)]
+    found += [f"{m.group(1)} (the loader's list of loaded libraries, whose symbol tables find any function; a "
+              "statically linked unwinder imports it too: build without -static-libgcc or -static-libstdc++ under "
+              "--strict)" for m in LOADER_LISTS.finditer(listed)]  # fmt: skip
     found += [f"{m.group(1)} (calls into Python: any PyTorch function by name)" for m in PYTHON_REACH.finditer(listed)]
     return list(dict.fromkeys(found))
 
