@@ -362,9 +362,13 @@ def test_same_declarations_link_the_earlier_binding_object_and_the_extension_sti
 @needs_nvcc
 @pytest.mark.nvcc
 def test_build_timeout_kills_nvcc_and_ninja(relu_problem, build_cache):
+    # slow to build on purpose (ptxas on a loop of 8192 unrolled sines), well past the limit: relying on nvcc's own
+    # time to pass 8 s failed once our builds took under 6 s
+    slow = "__global__ void slow_to_build(float* x) {\n#pragma unroll\n"
+    slow += "    for (int i = 0; i < 8192; ++i) x[i] = sinf(x[i]) * x[(i * 7) % 8192];\n}\n"
     unique = candidate("relu_cuda.py").replace("relu_cuda_ext", "relu_timeout_probe")
-    unique = unique.replace("__global__", f"// {os.getpid()} {id(unique)}\n__global__", 1)
-    options = EvalOptions(device="cpu", timing=False, cache_dir=build_cache, build_timeout_s=8)
+    unique = unique.replace("__global__", f"// {os.getpid()} {id(unique)}\n{slow}__global__", 1)
+    options = EvalOptions(device="cpu", timing=False, cache_dir=build_cache, build_timeout_s=4)
     with Evaluator(relu_problem, options, prespawn=False) as evaluator:
         verdict = evaluator.evaluate(unique)
     assert verdict.status is Status.TIMEOUT and "build phase" in verdict.message
